@@ -1,0 +1,3 @@
+"""pma-mcp: persistent, tiered memory for AI agents."""
+
+__version__ = "0.1.0"

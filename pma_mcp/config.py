@@ -1,0 +1,144 @@
+"""Settings from the environment — the only module that reads PMA_* / CLAUDE_* variables.
+
+Everything else receives a `Settings` value, so tests build one directly and two processes
+(server and hook) given the same environment resolve the same database and namespace.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pma_mcp.errors import ConfigError
+
+GLOBAL_NAMESPACE = "default"
+"""The namespace for rules that apply everywhere; queried beside the project's own."""
+
+DEFAULT_DB_PATH = "~/.pma_store.db"
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+@dataclass(frozen=True)
+class Weights:
+    """Composite-score weights; the seed's values. They must sum to 1 so scores stay in [0, 1]."""
+
+    semantic: float = 0.4
+    importance: float = 0.3
+    recency: float = 0.2
+    access: float = 0.1
+
+    def __post_init__(self) -> None:
+        values = (self.semantic, self.importance, self.recency, self.access)
+        if any(not (0.0 <= v <= 1.0) for v in values):
+            raise ConfigError(f"score weights must each lie in [0, 1], got {values}")
+        if abs(sum(values) - 1.0) > 1e-6:
+            raise ConfigError(f"score weights must sum to 1, got {sum(values):.6f} from {values}")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved configuration for one process."""
+
+    db_path: Path = field(default_factory=lambda: Path(DEFAULT_DB_PATH).expanduser())
+    storage: Literal["sqlite", "memory"] = "sqlite"
+    namespace: str = GLOBAL_NAMESPACE
+    log_level: str = "WARNING"
+    weights: Weights = field(default_factory=Weights)
+    autosave: bool = True
+    redact: bool = True
+    autosave_gc_threshold: int = 80
+
+    @property
+    def database(self) -> str:
+        """What `db.connect` opens: the file path, or ':memory:' for PMA_STORAGE=memory."""
+        return ":memory:" if self.storage == "memory" else str(self.db_path)
+
+    @classmethod
+    def from_env(
+        cls, env: Mapping[str, str] | None = None, *, cwd: str | None = None
+    ) -> Settings:
+        """Build settings from `env` (default: os.environ); `cwd` is the hook input's cwd."""
+        env = os.environ if env is None else env
+        storage = env.get("PMA_STORAGE", "sqlite").strip().lower() or "sqlite"
+        if storage not in ("sqlite", "memory"):
+            raise ConfigError(f"PMA_STORAGE must be 'sqlite' or 'memory', got {storage!r}")
+        raw_path = env.get("PMA_DB_PATH", "").strip() or DEFAULT_DB_PATH
+        return cls(
+            db_path=Path(raw_path).expanduser(),
+            storage="memory" if storage == "memory" else "sqlite",
+            namespace=resolve_namespace(env, cwd=cwd),
+            log_level=(env.get("PMA_LOG_LEVEL", "").strip() or "WARNING").upper(),
+            weights=_weights_from_env(env),
+            autosave=_flag(env, "PMA_AUTOSAVE", default=True),
+            redact=_flag(env, "PMA_REDACT", default=True),
+            autosave_gc_threshold=_int(env, "PMA_GC_THRESHOLD", default=80),
+        )
+
+
+def resolve_namespace(env: Mapping[str, str], *, cwd: str | None = None) -> str:
+    """PMA_NAMESPACE → CLAUDE_PROJECT_DIR → working directory → "default".
+
+    The server passes no `cwd` (its own working directory is used); a hook passes the `cwd`
+    of its input, which is the directory Claude Code runs in, so both land on the same value.
+    A working directory of "/" (Claude Desktop) is not a project and maps to "default".
+    """
+    for key in ("PMA_NAMESPACE", "CLAUDE_PROJECT_DIR"):
+        value = env.get(key, "").strip()
+        if value:
+            return value
+    if cwd is None:
+        try:
+            cwd = os.getcwd()
+        except OSError:
+            cwd = ""
+    cwd = cwd.strip()
+    if cwd and cwd != "/":
+        return cwd
+    return GLOBAL_NAMESPACE
+
+
+def _flag(env: Mapping[str, str], key: str, *, default: bool) -> bool:
+    raw = env.get(key)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ConfigError(f"{key} must be one of 1/0/true/false/yes/no/on/off, got {raw!r}")
+
+
+def _int(env: Mapping[str, str], key: str, *, default: int) -> int:
+    raw = env.get(key, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{key} must be a whole number, got {raw!r}") from None
+    if value < 0:
+        raise ConfigError(f"{key} must not be negative, got {value}")
+    return value
+
+
+def _weights_from_env(env: Mapping[str, str]) -> Weights:
+    raw = env.get("PMA_WEIGHTS", "").strip()
+    if not raw:
+        return Weights()
+    parts = [p.strip() for p in raw.split(",")]
+    if len(parts) != 4:
+        raise ConfigError(
+            "PMA_WEIGHTS must be four comma-separated numbers "
+            f"(semantic,importance,recency,access), got {raw!r}"
+        )
+    try:
+        values = [float(p) for p in parts]
+    except ValueError:
+        raise ConfigError(f"PMA_WEIGHTS must hold numbers, got {raw!r}") from None
+    return Weights(*values)

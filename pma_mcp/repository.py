@@ -1,0 +1,714 @@
+"""All SQL: memories, their tags/entities, the FTS5 index, lineage, and the schema.
+
+Every write is one `BEGIN IMMEDIATE` transaction that keeps the memory row, its label rows and
+its FTS row in step, so a crash leaves either all of them or none. Policy (what to score, what
+to demote) lives elsewhere; this module only stores and fetches.
+
+Layout notes:
+- `memories.seq` is the rowid: monotonic insertion order, and the FTS rowid.
+- Tags and entities live twice: as JSON on the row (cheap to return) and as `memory_labels`
+  rows (indexed, so tag filters and graph lookups are SQL). Both change in the same transaction.
+- `memory_fts` holds `content` and `labels` (tags and entities as words) with Porter stemming.
+- `lineage` has no foreign key: a memory's history outlives the memory.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import aiosqlite
+
+from pma_mcp import db
+from pma_mcp.config import Weights
+from pma_mcp.errors import StorageError
+from pma_mcp.models import (
+    GCDecision,
+    LineageEvent,
+    Memory,
+    MemoryType,
+    Scope,
+    to_datetime,
+)
+
+FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
+LABELS_WEIGHT = 0.5
+"""bm25 weight of the labels column (tags, entities) relative to content (1.0)."""
+
+MIGRATIONS: tuple[db.Migration, ...] = (
+    db.Migration(
+        1,
+        "memories, labels, full-text index, lineage",
+        (
+            """CREATE TABLE memories (
+                seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                id TEXT NOT NULL UNIQUE,
+                namespace TEXT NOT NULL,
+                content TEXT NOT NULL,
+                memory_type TEXT NOT NULL
+                    CHECK (memory_type IN ('working', 'episodic', 'semantic', 'archived')),
+                importance REAL NOT NULL CHECK (importance >= 0 AND importance <= 1),
+                tags TEXT NOT NULL DEFAULT '[]',
+                linked_entities TEXT NOT NULL DEFAULT '[]',
+                token_count INTEGER NOT NULL CHECK (token_count >= 0),
+                access_count INTEGER NOT NULL DEFAULT 0 CHECK (access_count >= 0),
+                created_at REAL NOT NULL,
+                accessed_at REAL NOT NULL,
+                metadata TEXT NOT NULL DEFAULT '{}',
+                session_id TEXT,
+                content_hash TEXT NOT NULL,
+                superseded_by TEXT
+            )""",
+            "CREATE UNIQUE INDEX memories_hash ON memories(namespace, content_hash)",
+            "CREATE INDEX memories_tier ON memories(namespace, memory_type)",
+            "CREATE INDEX memories_session ON memories(namespace, session_id, seq)",
+            """CREATE TABLE memory_labels (
+                seq INTEGER NOT NULL REFERENCES memories(seq) ON DELETE CASCADE,
+                kind TEXT NOT NULL CHECK (kind IN ('tag', 'entity')),
+                value TEXT NOT NULL,
+                PRIMARY KEY (seq, kind, value)
+            ) WITHOUT ROWID""",
+            "CREATE INDEX memory_labels_value ON memory_labels(value, kind)",
+            f"""CREATE VIRTUAL TABLE memory_fts USING fts5(
+                content, labels, tokenize = '{FTS_TOKENIZER}'
+            )""",
+            "CREATE VIRTUAL TABLE memory_fts_vocab USING fts5vocab(memory_fts, row)",
+            """CREATE TABLE lineage (
+                id INTEGER PRIMARY KEY,
+                memory_id TEXT NOT NULL,
+                namespace TEXT NOT NULL,
+                event TEXT NOT NULL,
+                at REAL NOT NULL,
+                from_tier TEXT,
+                to_tier TEXT,
+                score REAL,
+                reason TEXT NOT NULL DEFAULT '',
+                count INTEGER NOT NULL DEFAULT 1,
+                last_at REAL
+            )""",
+            "CREATE INDEX lineage_memory ON lineage(memory_id, id)",
+        ),
+    ),
+)
+SCHEMA_VERSION = MIGRATIONS[-1].version
+
+_COLUMNS = (
+    "seq, id, namespace, content, memory_type, importance, tags, linked_entities, token_count, "
+    "access_count, created_at, accessed_at, metadata, session_id, content_hash, superseded_by"
+)
+_M_COLUMNS = ", ".join(f"m.{c.strip()}" for c in _COLUMNS.split(","))
+
+
+@dataclass(frozen=True)
+class TermStats:
+    """What normalising a BM25 score needs: rows in the index and documents per term."""
+
+    total_docs: int
+    doc_freq: dict[str, int]
+
+
+@dataclass(frozen=True)
+class Consistency:
+    """Result of comparing the memories table with its FTS index and label rows."""
+
+    memories: int
+    fts_rows: int
+    missing_in_fts: list[int]
+    orphaned_fts: list[int]
+    mismatched: list[int]
+
+    @property
+    def ok(self) -> bool:
+        return not (self.missing_in_fts or self.orphaned_fts or self.mismatched)
+
+
+def _memory(row: sqlite3.Row) -> Memory:
+    return Memory(
+        seq=row["seq"],
+        id=row["id"],
+        namespace=row["namespace"],
+        content=row["content"],
+        memory_type=MemoryType(row["memory_type"]),
+        importance=row["importance"],
+        tags=json.loads(row["tags"]),
+        linked_entities=json.loads(row["linked_entities"]),
+        token_count=row["token_count"],
+        access_count=row["access_count"],
+        created_at=to_datetime(row["created_at"]),
+        accessed_at=to_datetime(row["accessed_at"]),
+        metadata=json.loads(row["metadata"]),
+        session_id=row["session_id"],
+        content_hash=row["content_hash"],
+        superseded_by=row["superseded_by"],
+    )
+
+
+def _labels_text(tags: Iterable[str], entities: Iterable[str]) -> str:
+    return " ".join([*tags, *entities])
+
+
+def _placeholders(n: int) -> str:
+    return ", ".join("?" * n)
+
+
+def _scope_sql(scope: Scope) -> tuple[str, list[Any]]:
+    """WHERE fragment (over alias m) for namespace → memory_type → tags, the seed's order."""
+    if not scope.namespaces:
+        raise ValueError("a scope needs at least one namespace")
+    parts = [f"m.namespace IN ({_placeholders(len(scope.namespaces))})"]
+    params: list[Any] = list(scope.namespaces)
+    if scope.memory_type is not None:
+        parts.append("m.memory_type = ?")
+        params.append(scope.memory_type.value)
+    if not scope.include_superseded and scope.memory_type != MemoryType.ARCHIVED:
+        parts.append("m.superseded_by IS NULL")
+    if scope.tags:
+        parts.append(
+            "EXISTS (SELECT 1 FROM memory_labels l WHERE l.seq = m.seq AND l.kind = 'tag' "
+            f"AND l.value IN ({_placeholders(len(scope.tags))}))"
+        )
+        params.extend(scope.tags)
+    return " AND ".join(parts), params
+
+
+class Repository:
+    """The one door to the database. Open with `await Repository.open(database)`."""
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self._conn = conn
+        self._analyzer_ready = False
+
+    @classmethod
+    async def open(cls, database: str) -> Repository:
+        conn = await db.connect(database)
+        try:
+            await db.migrate(conn, MIGRATIONS)
+        except BaseException as exc:
+            await conn.close()
+            if isinstance(exc, sqlite3.DatabaseError):
+                raise StorageError(f"cannot prepare database {database}: {exc}") from exc
+            raise
+        return cls(conn)
+
+    async def close(self) -> None:
+        await self._conn.close()
+
+    async def schema_version(self) -> int:
+        return await db.schema_version(self._conn)
+
+    # ---------------------------------------------------------------- writes
+
+    async def insert(
+        self, memory: Memory, *, supersedes: Memory | None = None, reason: str = ""
+    ) -> tuple[Memory, bool]:
+        """Store `memory` unless its namespace already holds the same content.
+
+        Returns (stored memory, deduplicated). An exact duplicate is not stored again: the
+        existing memory is reinforced (one more access) and returned. With `supersedes`, the
+        old memory is archived and points at the new one, in the same transaction.
+        """
+        now = memory.created_at.timestamp()
+        async with db.transaction(self._conn) as conn:
+            existing = await self._fetch_one(
+                conn,
+                f"SELECT {_COLUMNS} FROM memories m WHERE namespace = ? AND content_hash = ?",
+                (memory.namespace, memory.content_hash),
+            )
+            if existing is not None:
+                await self._touch(conn, [existing], now, reason="exact duplicate stored again")
+                refreshed = await self._fetch_one(
+                    conn, f"SELECT {_COLUMNS} FROM memories m WHERE seq = ?", (existing.seq,)
+                )
+                assert refreshed is not None
+                return refreshed, True
+            seq = await self._insert_row(conn, memory, reason or "stored")
+            if supersedes is not None:
+                await conn.execute(
+                    "UPDATE memories SET memory_type = 'archived', superseded_by = ? "
+                    "WHERE seq = ?",
+                    (memory.id, supersedes.seq),
+                )
+                await self._lineage(
+                    conn, supersedes.id, supersedes.namespace, "supersede", now,
+                    from_tier=supersedes.memory_type, to_tier=MemoryType.ARCHIVED,
+                    reason=f"superseded by {memory.id}",
+                )
+        return memory.model_copy(update={"seq": seq}), False
+
+    async def insert_many(self, memories: Sequence[Memory], *, skip_existing: bool) -> int:
+        """Import memories verbatim (ids, counts, timestamps) in ONE transaction.
+
+        With `skip_existing`, a memory whose id or content already exists is skipped; without
+        it, such a memory aborts the whole import (nothing is half-imported).
+        """
+        stored = 0
+        async with db.transaction(self._conn) as conn:
+            for memory in memories:
+                clash = await self._fetch_one(
+                    conn,
+                    f"SELECT {_COLUMNS} FROM memories m WHERE id = ? "
+                    "OR (namespace = ? AND content_hash = ?)",
+                    (memory.id, memory.namespace, memory.content_hash),
+                )
+                if clash is not None:
+                    if skip_existing:
+                        continue
+                    raise StorageError(
+                        f"memory {memory.id} already exists (or its content does, as "
+                        f"{clash.id}); use --skip-existing to leave existing memories alone"
+                    )
+                await self._insert_row(conn, memory, "imported")
+                stored += 1
+        return stored
+
+    async def touch(self, memories: Sequence[Memory], now: float, reason: str = "") -> None:
+        """Count one access for each memory (access_count, accessed_at, lineage): one write."""
+        if not memories:
+            return
+        async with db.transaction(self._conn) as conn:
+            await self._touch(conn, memories, now, reason=reason)
+
+    async def delete(self, memory: Memory, now: float, reason: str) -> None:
+        async with db.transaction(self._conn) as conn:
+            await self._delete(conn, memory, now, reason)
+
+    async def apply_gc(
+        self, decisions: Sequence[GCDecision], memories: dict[str, Memory], now: float
+    ) -> None:
+        """Apply a collector plan in one transaction, writing lineage for every change."""
+        async with db.transaction(self._conn) as conn:
+            for decision in decisions:
+                memory = memories[decision.memory_id]
+                if decision.action == "merge":
+                    assert decision.merge_into is not None
+                    await self._merge(conn, memory, memories[decision.merge_into], now,
+                                      decision.reason, decision.breakdown.composite)
+                elif decision.action == "delete":
+                    await self._delete(conn, memory, now, decision.reason,
+                                       score=decision.breakdown.composite)
+                elif decision.action in ("promote", "demote", "archive"):
+                    assert decision.to_tier is not None
+                    await conn.execute(
+                        "UPDATE memories SET memory_type = ? WHERE seq = ?",
+                        (decision.to_tier.value, memory.seq),
+                    )
+                    await self._lineage(
+                        conn, memory.id, memory.namespace, decision.action, now,
+                        from_tier=memory.memory_type, to_tier=decision.to_tier,
+                        score=decision.breakdown.composite, reason=decision.reason,
+                    )
+
+    # ----------------------------------------------------------------- reads
+
+    async def get(self, memory_id: str) -> Memory | None:
+        return await self._fetch_one(
+            self._conn, f"SELECT {_COLUMNS} FROM memories m WHERE id = ?", (memory_id,)
+        )
+
+    async def find_by_prefix(
+        self, prefix: str, namespaces: Sequence[str], limit: int = 20
+    ) -> list[Memory]:
+        """Memories in `namespaces` whose id starts with `prefix` (hex only, so no LIKE escapes)."""
+        sql = (
+            f"SELECT {_COLUMNS} FROM memories m WHERE id >= ? AND id < ? "
+            f"AND namespace IN ({_placeholders(len(namespaces))}) ORDER BY id LIMIT ?"
+        )
+        upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+        return await self._fetch_all(self._conn, sql, (prefix, upper, *namespaces, limit))
+
+    async def analyze_terms(self, words: Sequence[str]) -> list[tuple[str, str]]:
+        """(word, index term) pairs: each word as the FTS tokenizer stems it (in word order).
+
+        Uses a scratch FTS5 table in the connection's TEMP schema with the same tokenizer, so
+        the stems are exactly the index's, whatever the tokenizer's version.
+        """
+        if not words:
+            return []
+        conn = self._conn
+        if not self._analyzer_ready:
+            await conn.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_analyzer "
+                f"USING fts5(q, tokenize = '{FTS_TOKENIZER}')"
+            )
+            await conn.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_analyzer_vocab "
+                "USING fts5vocab(temp, query_analyzer, instance)"
+            )
+            self._analyzer_ready = True
+        await conn.execute("DELETE FROM temp.query_analyzer")
+        await conn.executemany(
+            "INSERT INTO temp.query_analyzer (rowid, q) VALUES (?, ?)",
+            list(enumerate(words)),
+        )
+        async with conn.execute(
+            "SELECT term, doc FROM temp.query_analyzer_vocab ORDER BY doc, offset"
+        ) as cur:
+            rows = list(await cur.fetchall())
+        return [(words[int(doc)], str(term)) for term, doc in rows if 0 <= int(doc) < len(words)]
+
+    async def term_stats(self, terms: Sequence[str]) -> TermStats:
+        """Documents in the index, and how many contain each (stemmed) term."""
+        async with self._conn.execute("SELECT count(*) FROM memories") as cur:
+            row = await cur.fetchone()
+        total = int(row[0]) if row else 0
+        freq: dict[str, int] = {}
+        if terms:
+            async with self._conn.execute(
+                "SELECT term, doc FROM memory_fts_vocab "
+                f"WHERE term IN ({_placeholders(len(terms))})",
+                tuple(terms),
+            ) as cur:
+                for term, doc in await cur.fetchall():
+                    freq[str(term)] = int(doc)
+        return TermStats(total, freq)
+
+    async def lexical_candidates(
+        self, match: str, scope: Scope, limit: int
+    ) -> list[tuple[Memory, float]]:
+        """FTS5 matches within `scope`, best first, with the BM25 score (higher = better)."""
+        where, params = _scope_sql(scope)
+        sql = (
+            f"SELECT {_M_COLUMNS}, -bm25(memory_fts, 1.0, {LABELS_WEIGHT}) AS bm25 "
+            "FROM memory_fts JOIN memories m ON m.seq = memory_fts.rowid "
+            f"WHERE memory_fts MATCH ? AND {where} ORDER BY bm25 DESC LIMIT ?"
+        )
+        async with self._conn.execute(sql, (match, *params, limit)) as cur:
+            rows = await cur.fetchall()
+        return [(_memory(r), float(r["bm25"])) for r in rows]
+
+    async def lexical_score(self, match: str, memory: Memory) -> float:
+        """BM25 of one memory for `match` (0 when it does not match), as in lexical_candidates."""
+        async with self._conn.execute(
+            f"SELECT -bm25(memory_fts, 1.0, {LABELS_WEIGHT}) FROM memory_fts "
+            "WHERE memory_fts MATCH ? AND rowid = ?",
+            (match, memory.seq),
+        ) as cur:
+            row = await cur.fetchone()
+        return float(row[0]) if row else 0.0
+
+    async def has_content(self, namespace: str, content_hash: str) -> bool:
+        async with self._conn.execute(
+            "SELECT 1 FROM memories WHERE namespace = ? AND content_hash = ?",
+            (namespace, content_hash),
+        ) as cur:
+            return await cur.fetchone() is not None
+
+    async def static_candidates(
+        self, scope: Scope, limit: int, now: float, weights: Weights
+    ) -> list[Memory]:
+        """The `limit` best memories by the query-less composite (semantic = 0).
+
+        The expression mirrors `scoring.breakdown` only to order rows inside SQLite; callers
+        rescore the returned memories with scoring.py, which stays the source of truth.
+        """
+        where, params = _scope_sql(scope)
+        sql = (
+            f"SELECT {_M_COLUMNS} FROM memories m WHERE {where} ORDER BY "
+            "(? * m.importance + ? * exp(-0.1 * max(0.0, (? - m.created_at) / 3600.0)) "
+            "+ ? * min(ln(1 + m.access_count) / 10.0, 1.0)) DESC, m.seq DESC LIMIT ?"
+        )
+        args = (*params, weights.importance, weights.recency, now, weights.access, limit)
+        return await self._fetch_all(self._conn, sql, args)
+
+    async def namespace_memories(
+        self,
+        namespace: str,
+        *,
+        limit: int | None = None,
+        tiers: Sequence[MemoryType] | None = None,
+    ) -> list[Memory]:
+        """Memories of one namespace, longest idle first (what a bounded GC looks at first)."""
+        sql = f"SELECT {_COLUMNS} FROM memories m WHERE namespace = ?"
+        params: list[Any] = [namespace]
+        if tiers:
+            sql += f" AND memory_type IN ({_placeholders(len(tiers))})"
+            params.extend(t.value for t in tiers)
+        sql += " ORDER BY accessed_at, seq"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        return await self._fetch_all(self._conn, sql, params)
+
+    async def session_memories(self, namespace: str, session_id: str) -> list[Memory]:
+        return await self._fetch_all(
+            self._conn,
+            f"SELECT {_COLUMNS} FROM memories m WHERE namespace = ? AND session_id = ? "
+            "ORDER BY seq",
+            (namespace, session_id),
+        )
+
+    async def tier_tokens(self, namespace: str) -> dict[MemoryType, tuple[int, int]]:
+        """Per tier: (memory count, token total)."""
+        async with self._conn.execute(
+            "SELECT memory_type, count(*), coalesce(sum(token_count), 0) FROM memories "
+            "WHERE namespace = ? GROUP BY memory_type",
+            (namespace,),
+        ) as cur:
+            rows = await cur.fetchall()
+        return {MemoryType(t): (int(n), int(tok)) for t, n, tok in rows}
+
+    async def count(self, namespace: str | None = None) -> int:
+        if namespace is None:
+            sql, params = "SELECT count(*) FROM memories", ()
+        else:
+            sql, params = "SELECT count(*) FROM memories WHERE namespace = ?", (namespace,)
+        async with self._conn.execute(sql, params) as cur:
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    async def namespaces(self) -> list[str]:
+        async with self._conn.execute(
+            "SELECT DISTINCT namespace FROM memories ORDER BY namespace"
+        ) as cur:
+            return [str(r[0]) for r in await cur.fetchall()]
+
+    async def labelled(
+        self, value: str, namespaces: Sequence[str], limit: int
+    ) -> list[Memory]:
+        """Memories tagged with `value` or linking it as an entity (the graph's edges)."""
+        sql = (
+            f"SELECT DISTINCT {_M_COLUMNS} FROM memory_labels l "
+            "JOIN memories m ON m.seq = l.seq "
+            f"WHERE l.value = ? AND m.namespace IN ({_placeholders(len(namespaces))}) "
+            "ORDER BY m.importance DESC, m.seq DESC LIMIT ?"
+        )
+        return await self._fetch_all(self._conn, sql, (value, *namespaces, limit))
+
+    async def lineage(self, memory_id: str) -> list[LineageEvent]:
+        async with self._conn.execute(
+            "SELECT memory_id, event, at, from_tier, to_tier, score, reason, count, last_at "
+            "FROM lineage WHERE memory_id = ? ORDER BY id",
+            (memory_id,),
+        ) as cur:
+            rows = await cur.fetchall()
+        return [
+            LineageEvent(
+                memory_id=r["memory_id"],
+                event=r["event"],
+                at=to_datetime(r["at"]),
+                from_tier=MemoryType(r["from_tier"]) if r["from_tier"] else None,
+                to_tier=MemoryType(r["to_tier"]) if r["to_tier"] else None,
+                score=r["score"],
+                reason=r["reason"],
+                count=r["count"],
+                last_at=to_datetime(r["last_at"]) if r["last_at"] is not None else None,
+            )
+            for r in rows
+        ]
+
+    async def lineage_namespace(self, memory_id: str) -> str | None:
+        """The namespace a (possibly deleted) memory lived in, from its lineage."""
+        async with self._conn.execute(
+            "SELECT namespace FROM lineage WHERE memory_id = ? ORDER BY id LIMIT 1",
+            (memory_id,),
+        ) as cur:
+            row = await cur.fetchone()
+        return str(row[0]) if row else None
+
+    async def check_consistency(self) -> Consistency:
+        """Compare memories with the FTS index and label rows; used by tests and doctor."""
+        conn = self._conn
+        missing = await self._ints(
+            conn,
+            "SELECT seq FROM memories WHERE seq NOT IN (SELECT rowid FROM memory_fts) LIMIT 100",
+        )
+        orphaned = await self._ints(
+            conn,
+            "SELECT rowid FROM memory_fts WHERE rowid NOT IN (SELECT seq FROM memories) "
+            "LIMIT 100",
+        )
+        mismatched = await self._ints(
+            conn,
+            "SELECT m.seq FROM memories m JOIN memory_fts f ON f.rowid = m.seq "
+            "WHERE f.content IS NOT m.content LIMIT 100",
+        )
+        async with conn.execute(
+            "SELECT seq, tags, linked_entities FROM memories"
+        ) as cur:
+            rows = await cur.fetchall()
+        async with conn.execute("SELECT seq, kind, value FROM memory_labels") as cur:
+            label_rows = await cur.fetchall()
+        labels: dict[int, set[tuple[str, str]]] = {}
+        for seq, kind, value in label_rows:
+            labels.setdefault(int(seq), set()).add((str(kind), str(value)))
+        for seq, tags, entities in rows:
+            expected = {("tag", t) for t in json.loads(tags)} | {
+                ("entity", e) for e in json.loads(entities)
+            }
+            if labels.get(int(seq), set()) != expected and len(mismatched) < 100:
+                mismatched.append(int(seq))
+        async with conn.execute("SELECT count(*) FROM memory_fts") as cur:
+            row = await cur.fetchone()
+        fts_rows = int(row[0]) if row else 0
+        return Consistency(len(rows), fts_rows, missing, orphaned, mismatched)
+
+    async def integrity_check(self) -> str:
+        async with self._conn.execute("PRAGMA integrity_check") as cur:
+            rows = await cur.fetchall()
+        return "\n".join(str(r[0]) for r in rows)
+
+    # -------------------------------------------------------------- internals
+
+    @staticmethod
+    async def _fetch_one(
+        conn: aiosqlite.Connection, sql: str, params: Sequence[Any]
+    ) -> Memory | None:
+        async with conn.execute(sql, tuple(params)) as cur:
+            row = await cur.fetchone()
+        return _memory(row) if row is not None else None
+
+    @staticmethod
+    async def _fetch_all(
+        conn: aiosqlite.Connection, sql: str, params: Sequence[Any]
+    ) -> list[Memory]:
+        async with conn.execute(sql, tuple(params)) as cur:
+            rows = await cur.fetchall()
+        return [_memory(r) for r in rows]
+
+    @staticmethod
+    async def _ints(conn: aiosqlite.Connection, sql: str) -> list[int]:
+        async with conn.execute(sql) as cur:
+            return [int(r[0]) for r in await cur.fetchall()]
+
+    async def _insert_row(self, conn: aiosqlite.Connection, memory: Memory, reason: str) -> int:
+        """Memory row, label rows, FTS row and the `created` lineage event; returns seq."""
+        cur = await conn.execute(
+            f"INSERT INTO memories ({_COLUMNS.split(', ', 1)[1]}) VALUES ({_placeholders(15)})",
+            (
+                memory.id, memory.namespace, memory.content, memory.memory_type.value,
+                memory.importance, json.dumps(memory.tags), json.dumps(memory.linked_entities),
+                memory.token_count, memory.access_count, memory.created_at.timestamp(),
+                memory.accessed_at.timestamp(), json.dumps(memory.metadata),
+                memory.session_id, memory.content_hash, memory.superseded_by,
+            ),
+        )
+        seq = cur.lastrowid
+        assert seq is not None
+        await self._write_labels(conn, seq, memory.tags, memory.linked_entities)
+        await conn.execute(
+            "INSERT INTO memory_fts (rowid, content, labels) VALUES (?, ?, ?)",
+            (seq, memory.content, _labels_text(memory.tags, memory.linked_entities)),
+        )
+        await self._lineage(
+            conn, memory.id, memory.namespace, "created", memory.created_at.timestamp(),
+            to_tier=memory.memory_type, reason=reason,
+        )
+        return seq
+
+    @staticmethod
+    async def _write_labels(
+        conn: aiosqlite.Connection, seq: int, tags: Iterable[str], entities: Iterable[str]
+    ) -> None:
+        rows = [(seq, "tag", t) for t in tags] + [(seq, "entity", e) for e in entities]
+        if rows:
+            await conn.executemany(
+                "INSERT OR IGNORE INTO memory_labels (seq, kind, value) VALUES (?, ?, ?)", rows
+            )
+
+    @staticmethod
+    async def _lineage(
+        conn: aiosqlite.Connection,
+        memory_id: str,
+        namespace: str,
+        event: str,
+        at: float,
+        *,
+        from_tier: MemoryType | None = None,
+        to_tier: MemoryType | None = None,
+        score: float | None = None,
+        reason: str = "",
+    ) -> None:
+        await conn.execute(
+            "INSERT INTO lineage (memory_id, namespace, event, at, from_tier, to_tier, score, "
+            "reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                memory_id, namespace, event, at,
+                from_tier.value if from_tier else None,
+                to_tier.value if to_tier else None,
+                score if score is None or math.isfinite(score) else None,
+                reason,
+            ),
+        )
+
+    async def _touch(
+        self, conn: aiosqlite.Connection, memories: Sequence[Memory], now: float, reason: str
+    ) -> None:
+        """Bump access counts; coalesce into the latest lineage row when it is an access."""
+        seqs = [m.seq for m in memories]
+        await conn.execute(
+            "UPDATE memories SET access_count = access_count + 1, accessed_at = ? "
+            f"WHERE seq IN ({_placeholders(len(seqs))})",
+            (now, *seqs),
+        )
+        ids = [m.id for m in memories]
+        async with conn.execute(
+            "UPDATE lineage SET count = count + 1, last_at = ? WHERE event = 'accessed' AND id IN "
+            "(SELECT max(id) FROM lineage "
+            f"WHERE memory_id IN ({_placeholders(len(ids))}) GROUP BY memory_id) "
+            "RETURNING memory_id",
+            (now, *ids),
+        ) as cur:
+            coalesced = {str(r[0]) for r in await cur.fetchall()}
+        fresh = [m for m in memories if m.id not in coalesced]
+        if fresh:
+            await conn.executemany(
+                "INSERT INTO lineage (memory_id, namespace, event, at, reason, last_at) "
+                "VALUES (?, ?, 'accessed', ?, ?, ?)",
+                [(m.id, m.namespace, now, reason, now) for m in fresh],
+            )
+
+    async def _delete(
+        self,
+        conn: aiosqlite.Connection,
+        memory: Memory,
+        now: float,
+        reason: str,
+        score: float | None = None,
+    ) -> None:
+        await conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (memory.seq,))
+        await conn.execute("DELETE FROM memories WHERE seq = ?", (memory.seq,))
+        await self._lineage(
+            conn, memory.id, memory.namespace, "deleted", now,
+            from_tier=memory.memory_type, score=score, reason=reason,
+        )
+
+    async def _merge(
+        self,
+        conn: aiosqlite.Connection,
+        gone: Memory,
+        keep: Memory,
+        now: float,
+        reason: str,
+        score: float,
+    ) -> None:
+        """Fold `gone` into `keep`: union of labels, summed access counts; `gone` is deleted."""
+        current = await self._fetch_one(
+            conn, f"SELECT {_COLUMNS} FROM memories m WHERE seq = ?", (keep.seq,)
+        )
+        if current is None:
+            return
+        tags = list(dict.fromkeys([*current.tags, *gone.tags]))
+        entities = list(dict.fromkeys([*current.linked_entities, *gone.linked_entities]))
+        await conn.execute(
+            "UPDATE memories SET tags = ?, linked_entities = ?, "
+            "access_count = access_count + ? WHERE seq = ?",
+            (json.dumps(tags), json.dumps(entities), gone.access_count, keep.seq),
+        )
+        await self._write_labels(conn, keep.seq, tags, entities)
+        await conn.execute(
+            "UPDATE memory_fts SET labels = ? WHERE rowid = ?",
+            (_labels_text(tags, entities), keep.seq),
+        )
+        await self._lineage(
+            conn, keep.id, keep.namespace, "merge", now, from_tier=keep.memory_type,
+            to_tier=keep.memory_type, score=score, reason=f"absorbed {gone.id}: {reason}",
+        )
+        await self._lineage(
+            conn, gone.id, gone.namespace, "merge", now, from_tier=gone.memory_type,
+            score=score, reason=f"merged into {keep.id}: {reason}",
+        )
+        await self._delete(conn, gone, now, reason=f"merged into {keep.id}")

@@ -1,0 +1,162 @@
+"""Query → ranked memories: the one retrieval path behind recall, load_context, the prompt
+hook and the CLI.
+
+1. Scope in SQL (namespaces → memory_type → tags), as the seed filtered before ranking.
+2. Candidates from the persistent FTS5 index: the query is reduced to plain words (so no user
+   text can be read as FTS syntax), stopwords dropped, each word quoted and OR-ed; Porter
+   stemming is the index tokenizer's. Best `CANDIDATES` by BM25.
+3. semantic_similarity ∈ [0, 1) from the BM25 score s of the memory:
+
+       x = s / Σ_t idf(t)            (idf exactly as FTS5's bm25 computes it)
+       semantic = 1 − 10^(−x)
+
+   Σ idf(t) is the score of an "ideal" memory holding each query term once at average length,
+   so x measures how much of the query's information a memory matches; the map is monotone
+   (BM25's order is kept) and gives 0.9 to that ideal match, 0.68 to half of it.
+4. Composite per `scoring`, `min_score`, top-k; then one write counts the access.
+
+A query with no searchable words (empty, or only stopwords/punctuation) is a query-less
+request: memories come back by composite alone (semantic 0), as in the seed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pma_mcp.config import Weights
+from pma_mcp.models import Memory, Scope, ScoredMemory
+from pma_mcp.repository import Repository, TermStats
+from pma_mcp.scoring import breakdown
+
+CANDIDATES = 200
+"""How many BM25 candidates are re-ranked by the composite score."""
+MAX_QUERY_WORDS = 48
+FULL_MATCH_SIMILARITY = 0.9
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+STOPWORDS = frozenset(
+    """
+    a about above after again against all am an and any are aren't as at be because been
+    before being below between both but by can can't cannot could couldn't did didn't do does
+    doesn't doing don't down during each few for from further had hadn't has hasn't have
+    haven't having he he'd he'll he's her here here's hers herself him himself his how how's
+    i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most mustn't my
+    myself no nor not of off on once only or other ought our ours ourselves out over own same
+    shan't she she'd she'll she's should shouldn't so some such than that that's the their
+    theirs them themselves then there there's these they they'd they'll they're they've this
+    those through to too under until up very was wasn't we we'd we'll we're we've were weren't
+    what what's when when's where where's which while who who's whom why why's will with won't
+    would wouldn't you you'd you'll you're you've your yours yourself yourselves also just
+    s t d ll m o re ve y get got yes yeah ok okay oh hey hi
+    """.split()
+)
+
+
+def query_words(query: str) -> list[str]:
+    """Lower-cased words of `query` minus stopwords, first occurrence kept, capped."""
+    seen: dict[str, None] = {}
+    for match in _WORD.finditer(query.lower()):
+        word = match.group()
+        if word not in STOPWORDS and word not in seen:
+            seen[word] = None
+            if len(seen) >= MAX_QUERY_WORDS:
+                break
+    return list(seen)
+
+
+def match_expression(words: Sequence[str]) -> str:
+    """An FTS5 query that ORs the words as quoted strings: plain terms, never operators."""
+    return " OR ".join(f'"{w}"' for w in words)
+
+
+def idf(total_docs: int, doc_freq: int) -> float:
+    """FTS5 bm25()'s idf: log((N − n + 0.5) / (n + 0.5)), floored at 1e-6."""
+    value = math.log((total_docs - doc_freq + 0.5) / (doc_freq + 0.5))
+    return value if value > 0 else 1e-6
+
+
+def ideal_score(terms: Sequence[str], stats: TermStats) -> float:
+    """BM25 of a memory holding every term once at average length: Σ idf."""
+    return sum(idf(stats.total_docs, stats.doc_freq.get(t, 0)) for t in terms)
+
+
+def similarity(bm25: float, ideal: float) -> float:
+    """Map a BM25 score to [0, 1): 1 − 10^(−bm25/ideal); the ideal match gets 0.9."""
+    if ideal <= 0 or bm25 <= 0:
+        return 0.0
+    return 1.0 - (1.0 - FULL_MATCH_SIMILARITY) ** (bm25 / ideal)
+
+
+@dataclass(frozen=True)
+class AnalysedQuery:
+    """A query reduced to index terms: the FTS5 MATCH text and the ideal BM25 score."""
+
+    match: str
+    stems: tuple[str, ...]
+    ideal: float
+
+
+async def analyse(repo: Repository, query: str) -> AnalysedQuery | None:
+    """None when the query has no searchable words (then it ranks like no query)."""
+    stems: dict[str, str] = {}
+    for word, stem in await repo.analyze_terms(query_words(query)):
+        stems.setdefault(stem, word)
+    if not stems:
+        return None
+    stats = await repo.term_stats(list(stems))
+    return AnalysedQuery(
+        match=match_expression(list(dict.fromkeys(stems.values()))),
+        stems=tuple(stems),
+        ideal=ideal_score(list(stems), stats),
+    )
+
+
+async def lexical(
+    repo: Repository, query: str, scope: Scope, candidates: int = CANDIDATES
+) -> list[tuple[Memory, float]] | None:
+    """(memory, semantic similarity) for the best lexical matches; None if no usable words."""
+    analysed = await analyse(repo, query)
+    if analysed is None:
+        return None
+    hits = await repo.lexical_candidates(analysed.match, scope, candidates)
+    return [(memory, similarity(score, analysed.ideal)) for memory, score in hits]
+
+
+async def similarity_of(repo: Repository, query: str, memory: Memory) -> float:
+    """The semantic_similarity `search` would give `memory` for `query`."""
+    analysed = await analyse(repo, query)
+    if analysed is None:
+        return 0.0
+    return similarity(await repo.lexical_score(analysed.match, memory), analysed.ideal)
+
+
+async def search(
+    repo: Repository,
+    query: str | None,
+    scope: Scope,
+    *,
+    limit: int,
+    now: float,
+    weights: Weights,
+    min_score: float = 0.0,
+    touch: bool = True,
+) -> list[ScoredMemory]:
+    """Rank memories in `scope` for `query`; count an access for what is returned if `touch`."""
+    matched = await lexical(repo, query, scope) if query else None
+    if matched is None:
+        pool = await repo.static_candidates(scope, max(limit * 4, 50), now, weights)
+        matched = [(memory, 0.0) for memory in pool]
+    scored = []
+    for memory, semantic in matched:
+        parts = breakdown(memory, now, weights, semantic)
+        if parts.composite >= min_score:
+            scored.append(ScoredMemory(memory=memory, score=parts.composite, breakdown=parts))
+    scored.sort(key=lambda r: (r.score, r.memory.seq), reverse=True)
+    results = scored[:limit]
+    if touch and results:
+        await repo.touch([r.memory for r in results], now, reason="recalled")
+    return results

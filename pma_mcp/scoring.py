@@ -1,0 +1,56 @@
+"""The composite score (pure): how relevant, important, fresh and used a memory is.
+
+    composite = w_s·semantic + w_i·importance + w_r·exp(-0.1·age_hours)
+                + w_a·min(log1p(access_count) / 10, 1)
+
+with the seed's weights 0.4 / 0.3 / 0.2 / 0.1 (configurable, validated to sum to 1 in
+`config.Weights`). Age counts from creation; `now` is passed in so tests pin exact values.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+
+from pma_mcp.config import Weights
+from pma_mcp.models import Memory, ScoreBreakdown
+
+RECENCY_DECAY_PER_HOUR = 0.1
+ACCESS_LOG_SCALE = 10.0
+
+
+def recency(age_hours: float) -> float:
+    """exp(-0.1·age): 1.0 when new, half after ~7 hours. Future timestamps count as new."""
+    return math.exp(-RECENCY_DECAY_PER_HOUR * max(age_hours, 0.0))
+
+
+def access_frequency(access_count: int) -> float:
+    """log1p(count)/10 capped at 1: the first accesses matter most."""
+    return min(math.log1p(max(access_count, 0)) / ACCESS_LOG_SCALE, 1.0)
+
+
+def age_hours(created_at: datetime, now: float) -> float:
+    return (now - created_at.timestamp()) / 3600.0
+
+
+def breakdown(
+    memory: Memory, now: float, weights: Weights, semantic: float = 0.0
+) -> ScoreBreakdown:
+    """Score `memory` at time `now` (epoch seconds) for a query similarity in [0, 1]."""
+    age = age_hours(memory.created_at, now)
+    rec = recency(age)
+    acc = access_frequency(memory.access_count)
+    composite = (
+        weights.semantic * semantic
+        + weights.importance * memory.importance
+        + weights.recency * rec
+        + weights.access * acc
+    )
+    return ScoreBreakdown(
+        semantic_similarity=semantic,
+        importance=memory.importance,
+        recency=rec,
+        access_frequency=acc,
+        composite=composite,
+        age_hours=age,
+    )

@@ -1,0 +1,441 @@
+"""MemoryService: the use cases, and the only place the pieces meet (the seed's MemoryManager).
+
+Every caller — MCP tools, hooks, CLI — goes through here, so validation, namespace visibility
+and lineage are the same for all. A memory is visible to a caller only in the caller's
+namespace and, where asked, the global "default" namespace; ids and id prefixes are resolved
+inside those namespaces only.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from pma_mcp import collector, graph, retrieval, seeding, transfer, validation
+from pma_mcp.budget import TokenCounter, default_counter, pack
+from pma_mcp.config import GLOBAL_NAMESPACE, Settings
+from pma_mcp.errors import Ambiguous, InvalidInput, NotFound
+from pma_mcp.models import (
+    AddResult,
+    ContextPack,
+    DeleteResult,
+    GCPreview,
+    GCResult,
+    ImportReport,
+    InspectResult,
+    Memory,
+    MemoryType,
+    Related,
+    Scope,
+    ScoredMemory,
+    Stats,
+    TierStats,
+    to_datetime,
+)
+from pma_mcp.repository import Repository
+from pma_mcp.scoring import breakdown
+
+Clock = Callable[[], float]
+
+MAX_LIMIT = 50
+MAX_QUERY_CHARS = 10_000
+MAX_TOKEN_BUDGET = 1_000_000
+PREVIEW_CHARS = 120
+
+
+class MemoryService:
+    """Open with `async with await MemoryService.open(settings) as service:`."""
+
+    def __init__(
+        self,
+        repo: Repository,
+        settings: Settings,
+        *,
+        clock: Clock = time.time,
+        counter: TokenCounter | None = None,
+        merge_near_duplicates: bool = True,
+    ) -> None:
+        self.repo = repo
+        self.settings = settings
+        self._clock = clock
+        self._counter = counter
+        self._merge = merge_near_duplicates
+
+    @classmethod
+    async def open(
+        cls,
+        settings: Settings,
+        *,
+        clock: Clock = time.time,
+        counter: TokenCounter | None = None,
+        merge_near_duplicates: bool = True,
+    ) -> MemoryService:
+        repo = await Repository.open(settings.database)
+        return cls(repo, settings, clock=clock, counter=counter,
+                   merge_near_duplicates=merge_near_duplicates)
+
+    async def close(self) -> None:
+        await self.repo.close()
+
+    async def __aenter__(self) -> MemoryService:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # ------------------------------------------------------------ namespaces
+
+    @property
+    def namespace(self) -> str:
+        return self.settings.namespace
+
+    def _own(self, namespace: str | None) -> str:
+        return self.namespace if namespace is None else validation.namespace(namespace)
+
+    def _visible(self, namespace: str | None, include_global: bool = True) -> tuple[str, ...]:
+        own = self._own(namespace)
+        if include_global and own != GLOBAL_NAMESPACE:
+            return (own, GLOBAL_NAMESPACE)
+        return (own,)
+
+    @property
+    def counter(self) -> TokenCounter:
+        if self._counter is None:
+            self._counter = default_counter()
+        return self._counter
+
+    # ----------------------------------------------------------------- write
+
+    async def add(
+        self,
+        content: object,
+        *,
+        importance: object = 0.5,
+        memory_type: object = MemoryType.EPISODIC,
+        tags: object = None,
+        linked_entities: object = None,
+        metadata: object = None,
+        session_id: object = None,
+        namespace: str | None = None,
+        supersedes: object = None,
+    ) -> AddResult:
+        """Store a memory; an exact duplicate in the namespace is reinforced instead."""
+        new = validation.new_memory(
+            content=content,
+            namespace_=self._own(namespace),
+            importance_=importance,
+            memory_type_=memory_type,
+            tags=tags,
+            linked_entities=linked_entities,
+            metadata_=metadata,
+            session_id=session_id,
+            supersedes=supersedes,
+        )
+        old = None
+        if new.supersedes is not None:
+            old = await self._resolve(new.supersedes, self._visible(new.namespace), "supersedes")
+        now = self._clock()
+        memory = Memory(
+            id=uuid.uuid4().hex,
+            namespace=new.namespace,
+            content=new.content,
+            memory_type=new.memory_type,
+            importance=new.importance,
+            tags=new.tags,
+            linked_entities=new.linked_entities,
+            token_count=self.counter.count(new.content),
+            created_at=to_datetime(now),
+            accessed_at=to_datetime(now),
+            metadata=new.metadata,
+            session_id=new.session_id,
+            content_hash=transfer.content_hash(new.content),
+        )
+        reason = f"supersedes {old.id}" if old is not None else "stored"
+        stored, dedup = await self.repo.insert(memory, supersedes=old, reason=reason)
+        return AddResult(memory=stored, deduplicated=dedup)
+
+    async def delete(self, memory_id: object, *, namespace: str | None = None) -> DeleteResult:
+        memory = await self._resolve(memory_id, self._visible(namespace))
+        await self.repo.delete(memory, self._clock(), reason="forgotten on request")
+        return DeleteResult(deleted_id=memory.id, content_preview=_preview(memory.content))
+
+    # ------------------------------------------------------------------ read
+
+    async def get(self, memory_id: object, *, namespace: str | None = None) -> Memory:
+        return await self._resolve(memory_id, self._visible(namespace))
+
+    async def search(
+        self,
+        query: object,
+        *,
+        namespace: str | None = None,
+        memory_type: object = None,
+        tags: object = None,
+        limit: object = 5,
+        min_score: object = 0.0,
+        include_global: bool = True,
+        touch: bool = True,
+    ) -> list[ScoredMemory]:
+        """Ranked memories for `query` (None or "" → by composite score alone)."""
+        text = _query(query)
+        scope = self._scope(namespace, include_global, memory_type, tags)
+        return await retrieval.search(
+            self.repo, text, scope,
+            limit=_bounded_int("limit", limit, 1, MAX_LIMIT),
+            min_score=_unit("min_score", min_score),
+            now=self._clock(), weights=self.settings.weights, touch=touch,
+        )
+
+    async def get_context(
+        self,
+        query: object = "",
+        *,
+        token_budget: object = 2048,
+        namespace: str | None = None,
+        include_global: bool = True,
+        min_score: object = 0.0,
+        touch: bool = True,
+    ) -> ContextPack:
+        """The best memories that fit `token_budget`, packed greedily by score."""
+        budget = _bounded_int("token_budget", token_budget, 1, MAX_TOKEN_BUDGET)
+        text = _query(query)
+        scope = self._scope(namespace, include_global, None, None)
+        now = self._clock()
+        ranked = await retrieval.search(
+            self.repo, text, scope, limit=retrieval.CANDIDATES,
+            min_score=_unit("min_score", min_score), now=now,
+            weights=self.settings.weights, touch=False,
+        )
+        packed = pack(ranked, budget)
+        if touch and packed.memories:
+            await self.repo.touch([r.memory for r in packed.memories], now, reason="in context")
+        return packed
+
+    async def inspect(
+        self, memory_id: object, *, query: object = None, namespace: str | None = None
+    ) -> InspectResult:
+        memory = await self._resolve(memory_id, self._visible(namespace))
+        now = self._clock()
+        text = _query(query)
+        semantic = await retrieval.similarity_of(self.repo, text, memory) if text else 0.0
+        plan = await self._plan(memory.namespace, now)
+        decision = collector.predicted(plan, memory.id)
+        assert decision is not None
+        predicted_tier = memory.memory_type if decision.action == "keep" else decision.to_tier
+        return InspectResult(
+            memory=memory,
+            breakdown=breakdown(memory, now, self.settings.weights, semantic),
+            gc_action=decision.action,
+            gc_reason=decision.reason,
+            predicted_tier=predicted_tier,
+            lineage=await self.repo.lineage(memory.id),
+        )
+
+    async def lineage_of(self, memory_id: object, *, namespace: str | None = None) -> list[Any]:
+        """Lineage of a memory, also after it was deleted (by full id)."""
+        visible = self._visible(namespace)
+        try:
+            memory = await self._resolve(memory_id, visible)
+        except NotFound:
+            full = validation.id_prefix(memory_id)
+            if await self.repo.lineage_namespace(full) not in visible:
+                raise
+            return list(await self.repo.lineage(full))
+        return list(await self.repo.lineage(memory.id))
+
+    async def related(self, entity: object, *, namespace: str | None = None) -> Related:
+        label = validation.text_field("entity", entity, max_chars=validation.MAX_LABEL_CHARS)
+        return await graph.neighbors(self.repo, label.strip(), self._visible(namespace))
+
+    async def stats(self, *, namespace: str | None = None) -> Stats:
+        own = self._own(namespace)
+        now = self._clock()
+        memories = await self.repo.namespace_memories(own)
+        by_tier = {tier: TierStats() for tier in MemoryType}
+        total_score = 0.0
+        for memory in memories:
+            score = breakdown(memory, now, self.settings.weights).composite
+            tier = by_tier[memory.memory_type]
+            tier.count += 1
+            tier.tokens += memory.token_count
+            tier.avg_score += score
+            total_score += score
+        for tier in by_tier.values():
+            tier.avg_score = tier.avg_score / tier.count if tier.count else 0.0
+        plan = collector.plan(own, memories, now, self.settings.weights)
+        return Stats(
+            namespace=own,
+            total=len(memories),
+            total_tokens=sum(t.tokens for t in by_tier.values()),
+            by_tier=by_tier,
+            gc_pressure=len(plan.changes()),
+            avg_composite_score=total_score / len(memories) if memories else 0.0,
+        )
+
+    # -------------------------------------------------------------------- gc
+
+    async def gc_preview(
+        self, *, namespace: str | None = None, max_memories: int | None = None
+    ) -> GCPreview:
+        return await self._plan(self._own(namespace), self._clock(), max_memories)
+
+    async def gc_run(
+        self, *, namespace: str | None = None, max_memories: int | None = None
+    ) -> GCResult:
+        """Compute the plan `gc_preview` shows for this instant and apply exactly it."""
+        own = self._own(namespace)
+        now = self._clock()
+        memories = await self._gc_window(own, max_memories)
+        plan = await self._plan(own, now, max_memories, memories)
+        by_id = {m.id: m for m in memories}
+        changes = plan.changes()
+        await self.repo.apply_gc(changes, by_id, now)
+        return GCResult(
+            namespace=own,
+            promoted=len(plan.to_promote),
+            demoted=len(plan.to_demote),
+            archived=len(plan.to_archive),
+            deleted=len(plan.to_delete),
+            merged=len(plan.to_merge),
+            kept=len(plan.to_keep),
+            token_delta=plan.token_delta,
+            decisions=changes,
+            summary=plan.summary,
+        )
+
+    async def _gc_window(self, namespace: str, max_memories: int | None) -> list[Memory]:
+        return await self.repo.namespace_memories(namespace, limit=max_memories)
+
+    async def _plan(
+        self,
+        namespace: str,
+        now: float,
+        max_memories: int | None = None,
+        memories: Sequence[Memory] | None = None,
+    ) -> GCPreview:
+        if memories is None:
+            memories = await self._gc_window(namespace, max_memories)
+        weights = self.settings.weights
+        outside: dict[MemoryType, int] = {}
+        if max_memories is not None:
+            totals = await self.repo.tier_tokens(namespace)
+            for tier, (_, tokens) in totals.items():
+                outside[tier] = tokens
+            for memory in memories:
+                outside[memory.memory_type] -= memory.token_count
+        merges: list[collector.MergePair] = []
+        if self._merge:
+            from pma_mcp import consolidate
+
+            scores = {m.id: breakdown(m, now, weights).composite for m in memories}
+            merges = consolidate.near_duplicates(memories, scores)
+        return collector.plan(namespace, memories, now, weights, merges=merges,
+                              outside_tokens=outside)
+
+    # ------------------------------------------------------- export / import
+
+    async def export(self, *, namespace: str | None = None) -> dict[str, Any]:
+        """Every memory of one namespace, or of all namespaces when `namespace` is "*"."""
+        names = await self.repo.namespaces() if namespace == "*" else [self._own(namespace)]
+        memories: list[Memory] = []
+        for name in names:
+            memories.extend(await self.repo.namespace_memories(name))
+        memories.sort(key=lambda m: m.seq)
+        return transfer.document(memories, self._clock())
+
+    async def import_document(
+        self, doc: object, *, namespace: str | None = None, skip_existing: bool = False
+    ) -> ImportReport:
+        """All records or none: a bad record aborts with its number and field."""
+        override = None if namespace is None else validation.namespace(namespace)
+        records = transfer.records_of(doc)
+        memories = [transfer.from_record(r, i, override) for i, r in enumerate(records, 1)]
+        ids = [m.id for m in memories]
+        if len(set(ids)) != len(ids):
+            raise InvalidInput("memories", "the file holds the same id twice")
+        stored = await self.repo.insert_many(memories, skip_existing=skip_existing)
+        return ImportReport(imported=stored, skipped=len(memories) - stored)
+
+    async def seed_from_project(
+        self, path: str | Path, *, namespace: str | None = None
+    ) -> list[AddResult]:
+        """Semantic memories from CLAUDE.md, README.md and docs/*.md; re-running adds nothing."""
+        root = Path(path).expanduser().resolve()
+        if not root.is_dir():
+            raise InvalidInput("path", f"{root} is not a directory")
+        own = self._own(namespace)
+        added: list[AddResult] = []
+        for section in seeding.read_sections(root):
+            if await self.repo.has_content(own, transfer.content_hash(section.text)):
+                continue
+            added.append(await self.add(
+                section.text, importance=0.6, memory_type=MemoryType.SEMANTIC,
+                tags=["seed", "docs"], metadata={"source": section.source,
+                                                 "section": section.heading},
+                namespace=own,
+            ))
+        return added
+
+    # ------------------------------------------------------------- internals
+
+    def _scope(
+        self, namespace: str | None, include_global: bool, memory_type: object, tags: object
+    ) -> Scope:
+        return Scope(
+            namespaces=self._visible(namespace, include_global),
+            memory_type=None if memory_type is None else validation.memory_type(memory_type),
+            tags=tuple(validation.labels("tags", tags)),
+        )
+
+    async def _resolve(
+        self, memory_id: object, namespaces: Sequence[str], field: str = "memory_id"
+    ) -> Memory:
+        prefix = validation.id_prefix(memory_id, field)
+        matches = await self.repo.find_by_prefix(prefix, namespaces)
+        exact = [m for m in matches if m.id == prefix]
+        if exact:
+            return exact[0]
+        if not matches:
+            raise NotFound(
+                f"{field}: no memory {prefix!r} in namespace {namespaces[0]!r}"
+                + (" or the global namespace" if len(namespaces) > 1 else "")
+                + "; call recall to find ids"
+            )
+        if len(matches) > 1:
+            raise Ambiguous(prefix, [m.id for m in matches])
+        return matches[0]
+
+
+def _preview(text: str) -> str:
+    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
+
+
+def _query(value: object) -> str:
+    if value is None:
+        return ""
+    return validation.text_field("query", value, max_chars=MAX_QUERY_CHARS, allow_empty=True)
+
+
+def _bounded_int(field: str, value: object, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidInput(field, f"must be a whole number from {low} to {high}, got {value!r}")
+    if not low <= value <= high:
+        raise InvalidInput(field, f"must be from {low} to {high}, got {value}")
+    return value
+
+
+def _unit(field: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (
+        0.0 <= float(value) <= 1.0
+    ):
+        raise InvalidInput(field, f"must be a number in [0, 1], got {value!r}")
+    return float(value)

@@ -1,0 +1,125 @@
+"""The export file format (pure): memories to JSON records and back, losslessly.
+
+    {"format": "pma-mcp-export", "version": 1, "exported_at": "...", "memories": [record...]}
+
+A record carries every field a memory has except `seq` (import order keeps the relative order)
+and `content_hash` (recomputed). Times are ISO-8601 UTC. Records are checked field by field so a
+bad file is refused with the record number and field at fault.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from datetime import UTC, datetime
+from typing import Any
+
+from pma_mcp import validation
+from pma_mcp.errors import InvalidInput
+from pma_mcp.models import Memory
+
+FORMAT = "pma-mcp-export"
+VERSION = 1
+
+
+def content_hash(content: str) -> str:
+    """Exact-duplicate key: sha256 of the content with outer whitespace removed."""
+    return hashlib.sha256(content.strip().encode("utf-8")).hexdigest()
+
+
+def to_record(memory: Memory) -> dict[str, Any]:
+    data = memory.model_dump(mode="json", exclude={"seq", "content_hash"})
+    return data
+
+
+def document(memories: list[Memory], now: float) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "exported_at": datetime.fromtimestamp(now, tz=UTC).isoformat(),
+        "memories": [to_record(m) for m in memories],
+    }
+
+
+def records_of(doc: object) -> list[object]:
+    """The record list of an export document (or a bare list of records)."""
+    if isinstance(doc, list):
+        return list(doc)
+    if not isinstance(doc, dict):
+        raise InvalidInput("file", "must hold a JSON object with a 'memories' list")
+    if doc.get("format", FORMAT) != FORMAT:
+        raise InvalidInput("format", f"must be {FORMAT!r}, got {doc.get('format')!r}")
+    version = doc.get("version", VERSION)
+    if version != VERSION:
+        raise InvalidInput("version", f"this pma-mcp reads version {VERSION}, got {version!r}")
+    memories = doc.get("memories")
+    if not isinstance(memories, list):
+        raise InvalidInput("memories", "must be a list of memory records")
+    return list(memories)
+
+
+def from_record(record: object, index: int, namespace: str | None = None) -> Memory:
+    """A memory from record number `index` (1-based in messages); `namespace` overrides."""
+    try:
+        return _from_record(record, namespace)
+    except InvalidInput as exc:
+        raise InvalidInput(f"record {index}, field {exc.field!r}", _message(exc)) from None
+
+
+def _message(exc: InvalidInput) -> str:
+    return str(exc).split(": ", 1)[1] if ": " in str(exc) else str(exc)
+
+
+def _from_record(record: object, namespace: str | None) -> Memory:
+    if not isinstance(record, dict):
+        raise InvalidInput("record", f"must be a JSON object, got {type(record).__name__}")
+    new = validation.new_memory(
+        content=record.get("content"),
+        namespace_=namespace if namespace is not None else record.get("namespace"),
+        importance_=record.get("importance", 0.5),
+        memory_type_=record.get("memory_type", "episodic"),
+        tags=record.get("tags"),
+        linked_entities=record.get("linked_entities"),
+        metadata_=record.get("metadata"),
+        session_id=record.get("session_id"),
+    )
+    memory_id = validation.id_prefix(record.get("id"), "id")
+    access = record.get("access_count", 0)
+    if isinstance(access, bool) or not isinstance(access, int) or access < 0:
+        raise InvalidInput("access_count", f"must be a whole number ≥ 0, got {access!r}")
+    superseded = validation.optional_id("superseded_by", record.get("superseded_by"))
+    created = _time("created_at", record.get("created_at"))
+    accessed = _time("accessed_at", record.get("accessed_at", record.get("created_at")))
+    token_count = record.get("token_count")
+    if isinstance(token_count, bool) or not isinstance(token_count, int) or token_count < 0:
+        raise InvalidInput("token_count", f"must be a whole number ≥ 0, got {token_count!r}")
+    return Memory(
+        id=memory_id,
+        namespace=new.namespace,
+        content=new.content,
+        memory_type=new.memory_type,
+        importance=new.importance,
+        tags=new.tags,
+        linked_entities=new.linked_entities,
+        token_count=token_count,
+        access_count=access,
+        created_at=created,
+        accessed_at=accessed,
+        metadata=new.metadata,
+        session_id=new.session_id,
+        content_hash=content_hash(new.content),
+        superseded_by=superseded,
+    )
+
+
+def _time(field: str, value: object) -> datetime:
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return datetime.fromtimestamp(float(value), tz=UTC)
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            pass
+        else:
+            return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    raise InvalidInput(field, f"must be an ISO-8601 time or epoch seconds, got {value!r}")

@@ -1,0 +1,149 @@
+"""Input checks for everything that writes (pure).
+
+Each failure raises `InvalidInput` naming the field and what is allowed; nothing is coerced
+silently (the seed turned an unknown tier into "episodic").
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from pma_mcp.errors import InvalidInput
+from pma_mcp.models import MemoryType, NewMemory
+
+MAX_CONTENT_CHARS = 100_000
+MAX_LABELS = 64
+MAX_LABEL_CHARS = 200
+MAX_METADATA_BYTES = 65_536
+MAX_ID_CHARS = 200
+MAX_NAMESPACE_CHARS = 4_096
+MIN_PREFIX = 6
+
+TIERS = ", ".join(t.value for t in MemoryType)
+
+
+def text_field(field: str, value: object, *, max_chars: int, allow_empty: bool = False) -> str:
+    """A string that SQLite can store as UTF-8 and that is within `max_chars`."""
+    if not isinstance(value, str):
+        raise InvalidInput(field, f"must be a string, got {type(value).__name__}")
+    if not allow_empty and not value.strip():
+        raise InvalidInput(field, "must not be empty or only whitespace")
+    if len(value) > max_chars:
+        raise InvalidInput(
+            field, f"is {len(value):,} characters; at most {max_chars:,} are allowed"
+        )
+    if "\x00" in value:
+        raise InvalidInput(field, "must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidInput(field, "contains invalid Unicode (a lone surrogate)") from None
+    return value
+
+
+def importance(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInput("importance", f"must be a number in [0, 1], got {value!r}")
+    number = float(value)
+    if not math.isfinite(number) or not 0.0 <= number <= 1.0:
+        raise InvalidInput("importance", f"must be a number in [0, 1], got {value!r}")
+    return number
+
+
+def memory_type(value: object, field: str = "memory_type") -> MemoryType:
+    if isinstance(value, MemoryType):
+        return value
+    if isinstance(value, str):
+        try:
+            return MemoryType(value.strip().lower())
+        except ValueError:
+            pass
+    raise InvalidInput(field, f"must be one of {TIERS}; got {value!r}")
+
+
+def labels(field: str, values: object) -> list[str]:
+    """Tags or entities: a list of non-empty strings; whitespace trimmed, repeats dropped."""
+    if values is None:
+        return []
+    if isinstance(values, str) or not isinstance(values, list | tuple):
+        raise InvalidInput(field, f"must be a list of strings, got {type(values).__name__}")
+    if len(values) > MAX_LABELS:
+        raise InvalidInput(field, f"has {len(values):,} items; at most {MAX_LABELS} are allowed")
+    out: list[str] = []
+    for i, item in enumerate(values):
+        text = text_field(f"{field}[{i}]", item, max_chars=MAX_LABEL_CHARS).strip()
+        if text not in out:
+            out.append(text)
+    return out
+
+
+def metadata(value: object) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise InvalidInput("metadata", f"must be a JSON object, got {type(value).__name__}")
+    try:
+        encoded = json.dumps(dict(value), allow_nan=False, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInput("metadata", f"must be JSON-serialisable: {exc}") from None
+    try:
+        size = len(encoded.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidInput("metadata", "contains invalid Unicode (a lone surrogate)") from None
+    if size > MAX_METADATA_BYTES:
+        raise InvalidInput(
+            "metadata", f"is {size:,} bytes as JSON; at most {MAX_METADATA_BYTES:,} allowed"
+        )
+    decoded: dict[str, Any] = json.loads(encoded)
+    return decoded
+
+
+def optional_id(field: str, value: object) -> str | None:
+    if value is None:
+        return None
+    return text_field(field, value, max_chars=MAX_ID_CHARS).strip()
+
+
+def namespace(value: object) -> str:
+    return text_field("namespace", value, max_chars=MAX_NAMESPACE_CHARS).strip()
+
+
+def id_prefix(value: object, field: str = "memory_id") -> str:
+    """A full id or a prefix of at least MIN_PREFIX hex characters."""
+    text = text_field(field, value, max_chars=MAX_ID_CHARS).strip().lower()
+    if len(text) < MIN_PREFIX or any(c not in "0123456789abcdef" for c in text):
+        raise InvalidInput(
+            field,
+            f"must be a memory id or a unique prefix of at least {MIN_PREFIX} hex characters "
+            f"(as shown by recall); got {value!r}",
+        )
+    return text
+
+
+def new_memory(
+    *,
+    content: object,
+    namespace_: object,
+    importance_: object = 0.5,
+    memory_type_: object = MemoryType.EPISODIC,
+    tags: object = None,
+    linked_entities: object = None,
+    metadata_: object = None,
+    session_id: object = None,
+    supersedes: object = None,
+) -> NewMemory:
+    """Validate every field of a write; the first problem found is raised."""
+    return NewMemory(
+        content=text_field("content", content, max_chars=MAX_CONTENT_CHARS),
+        namespace=namespace(namespace_),
+        importance=importance(importance_),
+        memory_type=memory_type(memory_type_),
+        tags=labels("tags", tags),
+        linked_entities=labels("linked_entities", linked_entities),
+        metadata=metadata(metadata_),
+        session_id=optional_id("session_id", session_id),
+        supersedes=None if supersedes is None else id_prefix(supersedes, "supersedes"),
+    )
