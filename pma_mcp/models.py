@@ -1,15 +1,17 @@
-"""Pydantic models and enums shared by every layer. No I/O here.
+"""Data classes and enums shared by every layer. No I/O here.
 
-Times are UTC `datetime`s in models (readable in JSON) and epoch seconds in the database.
+Plain dataclasses, not pydantic models: defining ~20 pydantic models costs ~0.2 s at import,
+and a Claude Code hook is a fresh process on every prompt. Pydantic still validates and
+serialises them where it is already loaded (the MCP server's output schemas accept
+dataclasses). Times are UTC `datetime`s here and epoch seconds in the database.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
 
 
 class MemoryType(StrEnum):
@@ -43,49 +45,46 @@ def to_datetime(epoch: float) -> datetime:
     return datetime.fromtimestamp(epoch, tz=UTC)
 
 
-class Memory(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Memory:
     """One stored memory, as every layer sees it."""
-
-    model_config = ConfigDict(frozen=True)
 
     id: str
     namespace: str
     content: str
     memory_type: MemoryType
     importance: float
-    tags: list[str] = Field(default_factory=list)
-    linked_entities: list[str] = Field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    linked_entities: list[str] = field(default_factory=list)
     token_count: int
     access_count: int = 0
     created_at: datetime
     accessed_at: datetime
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
     session_id: str | None = None
     seq: int = 0
     content_hash: str = ""
     superseded_by: str | None = None
 
 
-class NewMemory(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewMemory:
     """A validated request to store a memory (see `validation.new_memory`)."""
-
-    model_config = ConfigDict(frozen=True)
 
     content: str
     namespace: str
     importance: float = 0.5
     memory_type: MemoryType = MemoryType.EPISODIC
-    tags: list[str] = Field(default_factory=list)
-    linked_entities: list[str] = Field(default_factory=list)
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    tags: list[str] = field(default_factory=list)
+    linked_entities: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
     session_id: str | None = None
     supersedes: str | None = None
 
 
-class ScoreBreakdown(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScoreBreakdown:
     """Every term of the composite score, so a ranking can be explained."""
-
-    model_config = ConfigDict(frozen=True)
 
     semantic_similarity: float
     importance: float
@@ -95,22 +94,23 @@ class ScoreBreakdown(BaseModel):
     age_hours: float
 
 
-class ScoredMemory(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScoredMemory:
     """A memory with the score it got for one query (or none)."""
-
-    model_config = ConfigDict(frozen=True)
 
     memory: Memory
     score: float
     breakdown: ScoreBreakdown
 
 
-class AddResult(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class AddResult:
     memory: Memory
     deduplicated: bool = False
 
 
-class ContextPack(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class ContextPack:
     """Memories packed greedily by score into a token budget.
 
     `budget_used` is the fraction of the budget the packed memories take (0–1).
@@ -127,7 +127,8 @@ LineageEventKind = Literal[
 ]
 
 
-class LineageEvent(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class LineageEvent:
     """One line of a memory's audit trail; survives the memory's deletion.
 
     Consecutive `accessed` events are coalesced into one row: `count` says how many and
@@ -148,7 +149,8 @@ class LineageEvent(BaseModel):
 GCAction = Literal["promote", "demote", "archive", "delete", "merge", "keep"]
 
 
-class GCDecision(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class GCDecision:
     """What the collector does to one memory, and why."""
 
     memory_id: str
@@ -162,16 +164,17 @@ class GCDecision(BaseModel):
     merge_into: str | None = None
 
 
-class GCPreview(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class GCPreview:
     """The exact plan `gc_run` applies next (same input, same clock → same decisions)."""
 
     namespace: str
-    to_promote: list[GCDecision] = Field(default_factory=list)
-    to_demote: list[GCDecision] = Field(default_factory=list)
-    to_archive: list[GCDecision] = Field(default_factory=list)
-    to_delete: list[GCDecision] = Field(default_factory=list)
-    to_merge: list[GCDecision] = Field(default_factory=list)
-    to_keep: list[GCDecision] = Field(default_factory=list)
+    to_promote: list[GCDecision] = field(default_factory=list)
+    to_demote: list[GCDecision] = field(default_factory=list)
+    to_archive: list[GCDecision] = field(default_factory=list)
+    to_delete: list[GCDecision] = field(default_factory=list)
+    to_merge: list[GCDecision] = field(default_factory=list)
+    to_keep: list[GCDecision] = field(default_factory=list)
     token_delta: int = 0
     summary: str = ""
 
@@ -180,7 +183,8 @@ class GCPreview(BaseModel):
                 *self.to_promote]
 
 
-class GCResult(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class GCResult:
     namespace: str
     promoted: int
     demoted: int
@@ -193,7 +197,8 @@ class GCResult(BaseModel):
     summary: str
 
 
-class InspectResult(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class InspectResult:
     memory: Memory
     breakdown: ScoreBreakdown
     gc_action: GCAction
@@ -202,13 +207,15 @@ class InspectResult(BaseModel):
     lineage: list[LineageEvent]
 
 
-class TierStats(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class TierStats:
     count: int = 0
     tokens: int = 0
     avg_score: float = 0.0
 
 
-class Stats(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class Stats:
     namespace: str
     total: int
     total_tokens: int
@@ -217,26 +224,28 @@ class Stats(BaseModel):
     avg_composite_score: float
 
 
-class Related(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class Related:
     entity: str
     memories: list[Memory]
     related_nodes: list[str]
 
 
-class DeleteResult(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class DeleteResult:
     deleted_id: str
     content_preview: str
 
 
-class ImportReport(BaseModel):
+@dataclass(slots=True, kw_only=True)
+class ImportReport:
     imported: int
     skipped: int
 
 
-class Scope(BaseModel):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Scope:
     """Which memories a query may see: the SQL filter applied before any ranking."""
-
-    model_config = ConfigDict(frozen=True)
 
     namespaces: tuple[str, ...]
     memory_type: MemoryType | None = None

@@ -86,9 +86,13 @@ _ASCII_LOWER = {code: code + 32 for code in range(ord("A"), ord("Z") + 1)}
 
 
 def _fold(text: str) -> str:
-    """Lowercase without changing any index (str.lower() may expand a few non-ASCII letters)."""
-    lowered = text.lower()
-    if len(lowered) == len(text):  # no character expanded, so every index still lines up
+    """Lowercase without moving any index, so spans found in the result index `text` too.
+
+    str.lower() expands only U+0130 (İ → i̇); mapping it first keeps the lengths equal. The
+    length check guards against a future Unicode table (translate is correct but ~100x slower).
+    """
+    lowered = text.replace("\u0130", "i").lower()
+    if len(lowered) == len(text):  # nothing expanded, so every index still lines up
         return lowered
     return text.translate(_ASCII_LOWER)
 
@@ -98,8 +102,7 @@ def _has_digit(value: str) -> bool:
 
 
 # Words that follow "token:" / "password:" in prose or type hints rather than being a value.
-_NOT_A_VALUE = frozenset(
-    """
+_NOT_A_VALUE_WORDS = """
     a an and are as at be been being but by can cannot could did do does else for from had has
     have here how if in into is it its may might must no not now of on once only or our should
     so such than that the their them then there these they this those to too use used uses using
@@ -108,8 +111,8 @@ _NOT_A_VALUE = frozenset(
     int integer bool boolean number any object dict list text value values bearer basic token
     tokens password passwords secret secrets redacted hidden masked placeholder example
     env environ environment see below above
-    """.split()
-)
+"""
+_NOT_A_VALUE = frozenset(_NOT_A_VALUE_WORDS.split())
 
 _PLACEHOLDER = re.compile(r"^(?:\$\{?[A-Za-z_]|%\(|\{\{|<[^>]*>$|\*+$|[xX]{3,}$|\.{3}$|…$)")
 _DOTTED_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")
@@ -161,13 +164,15 @@ def _accept_assignment(match: re.Match[str], text: str) -> bool:
         following = text[match.end() : match.end() + 1]
         if following in ("(", "[") or _DOTTED_NAME.match(value):
             return False  # `token = get_token()`, `secret = settings.secret`
+        if value.lower() == lowered_key.lstrip("-"):
+            return False  # `OpenAI(api_key=api_key)`
     return True
 
 
 def _assignment_kind(match: re.Match[str], text: str) -> str:
     word = match.group("word")
     key = _full_key(match, text).lower()
-    if word in ("pass", "_pwd"):
+    if word.startswith(("pass", "_pwd")):
         return "password"
     if word == "token":
         return "token"
@@ -218,7 +223,7 @@ def _assignment(anchor: str, trigger: str) -> _Rule:
         ["']?
         (?::[\x20\t]*[a-z_][a-z0-9_.]{{0,40}}+(?:\[[a-z0-9_.,\x20]{{0,40}}\])?
            (?:[\x20\t]*\|[\x20\t]*none)?[\x20\t]*(?==))?      # type hint: `token: str = ...`
-        [\x20\t]*(?::=|=>|==?|:)[\x20\t]*
+        [\x20\t]*(?::=|=>|=(?!=)|:)[\x20\t]*               # not `==`: a comparison
         (?!["']?\[redacted)
         (?: "(?P<dq>[^"\r\n]{{1,512}}+)"
           | '(?P<sq>[^'\r\n]{{1,512}}+)'

@@ -14,6 +14,7 @@ Layout notes:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sqlite3
@@ -237,7 +238,7 @@ class Repository:
                     from_tier=supersedes.memory_type, to_tier=MemoryType.ARCHIVED,
                     reason=f"superseded by {memory.id}",
                 )
-        return memory.model_copy(update={"seq": seq}), False
+        return dataclasses.replace(memory, seq=seq), False
 
     async def insert_many(self, memories: Sequence[Memory], *, skip_existing: bool) -> int:
         """Import memories verbatim (ids, counts, timestamps) in ONE transaction.
@@ -452,10 +453,10 @@ class Repository:
         return {MemoryType(t): (int(n), int(tok)) for t, n, tok in rows}
 
     async def count(self, namespace: str | None = None) -> int:
-        if namespace is None:
-            sql, params = "SELECT count(*) FROM memories", ()
-        else:
-            sql, params = "SELECT count(*) FROM memories WHERE namespace = ?", (namespace,)
+        sql = "SELECT count(*) FROM memories"
+        params: tuple[str, ...] = ()
+        if namespace is not None:
+            sql, params = f"{sql} WHERE namespace = ?", (namespace,)
         async with self._conn.execute(sql, params) as cur:
             row = await cur.fetchone()
         return int(row[0]) if row else 0
@@ -529,7 +530,7 @@ class Repository:
         async with conn.execute(
             "SELECT seq, tags, linked_entities FROM memories"
         ) as cur:
-            rows = await cur.fetchall()
+            rows = list(await cur.fetchall())
         async with conn.execute("SELECT seq, kind, value FROM memory_labels") as cur:
             label_rows = await cur.fetchall()
         labels: dict[int, set[tuple[str, str]]] = {}

@@ -40,18 +40,15 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 STOPWORDS = frozenset(
     """
-    a about above after again against all am an and any are aren't as at be because been
-    before being below between both but by can can't cannot could couldn't did didn't do does
-    doesn't doing don't down during each few for from further had hadn't has hasn't have
-    haven't having he he'd he'll he's her here here's hers herself him himself his how how's
-    i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most mustn't my
-    myself no nor not of off on once only or other ought our ours ourselves out over own same
-    shan't she she'd she'll she's should shouldn't so some such than that that's the their
-    theirs them themselves then there there's these they they'd they'll they're they've this
-    those through to too under until up very was wasn't we we'd we'll we're we've were weren't
-    what what's when when's where where's which while who who's whom why why's will with won't
-    would wouldn't you you'd you'll you're you've your yours yourself yourselves also just
-    s t d ll m o re ve y get got yes yeah ok okay oh hey hi
+    a about above after again against all am an and any are as at be because been before being
+    below between both but by can cannot could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself me more most my myself no nor not of off on once only or other ought our ours
+    ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with would you your yours yourself yourselves
+    also just s t d ll m o re ve y get got yes yeah ok okay oh hey hi
+    aren couldn didn doesn don hadn hasn haven isn let mustn shan shouldn wasn weren won wouldn
     """.split()
 )
 
@@ -88,7 +85,7 @@ def similarity(bm25: float, ideal: float) -> float:
     """Map a BM25 score to [0, 1): 1 − 10^(−bm25/ideal); the ideal match gets 0.9."""
     if ideal <= 0 or bm25 <= 0:
         return 0.0
-    return 1.0 - (1.0 - FULL_MATCH_SIMILARITY) ** (bm25 / ideal)
+    return 1.0 - math.pow(1.0 - FULL_MATCH_SIMILARITY, bm25 / ideal)
 
 
 @dataclass(frozen=True)

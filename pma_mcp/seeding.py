@@ -69,7 +69,8 @@ def _chunks(text: str) -> list[str]:
         return [text] if text else []
     chunks: list[str] = []
     current = ""
-    for para in re.split(r"\n\s*\n", text):
+    for block in re.split(r"\n\s*\n", text):
+        para = block
         while len(para) > MAX_SECTION_CHARS:
             if current:
                 chunks.append(current)

@@ -28,8 +28,22 @@ def content_hash(content: str) -> str:
 
 
 def to_record(memory: Memory) -> dict[str, Any]:
-    data = memory.model_dump(mode="json", exclude={"seq", "content_hash"})
-    return data
+    return {
+        "id": memory.id,
+        "namespace": memory.namespace,
+        "content": memory.content,
+        "memory_type": memory.memory_type.value,
+        "importance": memory.importance,
+        "tags": list(memory.tags),
+        "linked_entities": list(memory.linked_entities),
+        "token_count": memory.token_count,
+        "access_count": memory.access_count,
+        "created_at": memory.created_at.isoformat(),
+        "accessed_at": memory.accessed_at.isoformat(),
+        "metadata": memory.metadata,
+        "session_id": memory.session_id,
+        "superseded_by": memory.superseded_by,
+    }
 
 
 def document(memories: list[Memory], now: float) -> dict[str, Any]:
