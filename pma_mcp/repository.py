@@ -18,7 +18,7 @@ import dataclasses
 import json
 import math
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,6 +92,20 @@ MIGRATIONS: tuple[db.Migration, ...] = (
                 last_at REAL
             )""",
             "CREATE INDEX lineage_memory ON lineage(memory_id, id)",
+        ),
+    ),
+    db.Migration(
+        2,
+        "per-session record of memories the prompt hook injected",
+        (
+            # No foreign key: a record outliving its memory is harmless and pruned by age.
+            """CREATE TABLE hook_injections (
+                session_id TEXT NOT NULL,
+                memory_id TEXT NOT NULL,
+                at REAL NOT NULL,
+                PRIMARY KEY (session_id, memory_id)
+            ) WITHOUT ROWID""",
+            "CREATE INDEX hook_injections_at ON hook_injections(at)",
         ),
     ),
 )
@@ -240,15 +254,24 @@ class Repository:
                 )
         return dataclasses.replace(memory, seq=seq), False
 
-    async def insert_many(self, memories: Sequence[Memory], *, skip_existing: bool) -> int:
+    async def insert_many(
+        self,
+        memories: Sequence[Memory],
+        *,
+        skip_existing: bool,
+        progress: Callable[[int], None] | None = None,
+    ) -> int:
         """Import memories verbatim (ids, counts, timestamps) in ONE transaction.
 
         With `skip_existing`, a memory whose id or content already exists is skipped; without
-        it, such a memory aborts the whole import (nothing is half-imported).
+        it, such a memory aborts the whole import (nothing is half-imported). `progress` is
+        called with the number of records handled so far (a CLI progress bar).
         """
         stored = 0
         async with db.transaction(self._conn) as conn:
-            for memory in memories:
+            for done, memory in enumerate(memories, 1):
+                if progress is not None:
+                    progress(done)
                 clash = await self._fetch_one(
                     conn,
                     f"SELECT {_COLUMNS} FROM memories m WHERE id = ? "
@@ -259,8 +282,9 @@ class Repository:
                     if skip_existing:
                         continue
                     raise StorageError(
-                        f"memory {memory.id} already exists (or its content does, as "
-                        f"{clash.id}); use --skip-existing to leave existing memories alone"
+                        f"record {done}: memory {memory.id} already exists (or its content "
+                        f"does, as {clash.id}); use --skip-existing to leave existing memories "
+                        "alone"
                     )
                 await self._insert_row(conn, memory, "imported")
                 stored += 1
@@ -546,6 +570,36 @@ class Repository:
             row = await cur.fetchone()
         fts_rows = int(row[0]) if row else 0
         return Consistency(len(rows), fts_rows, missing, orphaned, mismatched)
+
+    # ------------------------------------------------------ hook injections
+
+    async def injected_ids(self, session_id: str) -> set[str]:
+        """Ids of the memories already injected into `session_id`'s context."""
+        async with self._conn.execute(
+            "SELECT memory_id FROM hook_injections WHERE session_id = ?", (session_id,)
+        ) as cur:
+            return {str(r[0]) for r in await cur.fetchall()}
+
+    async def record_injections(
+        self, session_id: str, memory_ids: Sequence[str], now: float, *, forget_before: float
+    ) -> None:
+        """Remember that `memory_ids` were injected; drop records older than `forget_before`."""
+        async with db.transaction(self._conn) as conn:
+            await conn.execute("DELETE FROM hook_injections WHERE at < ?", (forget_before,))
+            if memory_ids:
+                await conn.executemany(
+                    "INSERT OR REPLACE INTO hook_injections (session_id, memory_id, at) "
+                    "VALUES (?, ?, ?)",
+                    [(session_id, memory_id, now) for memory_id in memory_ids],
+                )
+
+    async def clear_injections(self, session_id: str) -> int:
+        """Forget what was injected into `session_id` (its context was compacted or cleared)."""
+        async with db.transaction(self._conn) as conn:
+            cur = await conn.execute(
+                "DELETE FROM hook_injections WHERE session_id = ?", (session_id,)
+            )
+            return max(cur.rowcount, 0)
 
     async def integrity_check(self) -> str:
         async with self._conn.execute("PRAGMA integrity_check") as cur:

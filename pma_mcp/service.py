@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -45,6 +45,8 @@ MAX_LIMIT = 50
 MAX_QUERY_CHARS = 10_000
 MAX_TOKEN_BUDGET = 1_000_000
 PREVIEW_CHARS = 120
+INJECTION_RECORD_DAYS = 7
+"""How long a session's injection record is kept (sessions are rarely resumed later)."""
 
 
 class MemoryService:
@@ -204,17 +206,30 @@ class MemoryService:
         include_global: bool = True,
         min_score: object = 0.0,
         touch: bool = True,
+        min_similarity: float = 0.0,
+        exclude_ids: Collection[str] = (),
     ) -> ContextPack:
-        """The best memories that fit `token_budget`, packed greedily by score."""
+        """The best memories that fit `token_budget`, packed greedily by score.
+
+        `min_similarity` is a relevance floor on semantic_similarity alone (the prompt hook's:
+        importance or recency must never carry an unrelated memory in); `exclude_ids` are
+        left out before packing, so they cost no budget.
+        """
         budget = _bounded_int("token_budget", token_budget, 1, MAX_TOKEN_BUDGET)
         text = _query(query)
         scope = self._scope(namespace, include_global, None, None)
+        floor = _unit("min_similarity", min_similarity)
         now = self._clock()
         ranked = await retrieval.search(
             self.repo, text, scope, limit=retrieval.CANDIDATES,
             min_score=_unit("min_score", min_score), now=now,
             weights=self.settings.weights, touch=False,
         )
+        if floor > 0.0 or exclude_ids:
+            ranked = [
+                r for r in ranked
+                if r.breakdown.semantic_similarity >= floor and r.memory.id not in exclude_ids
+            ]
         packed = pack(ranked, budget)
         if touch and packed.memories:
             await self.repo.touch([r.memory for r in packed.memories], now, reason="in context")
@@ -280,6 +295,37 @@ class MemoryService:
             gc_pressure=len(plan.changes()),
             avg_composite_score=total_score / len(memories) if memories else 0.0,
         )
+
+    async def count(self, *, namespace: str | None = None) -> int:
+        """How many memories the namespace holds (all tiers)."""
+        return await self.repo.count(self._own(namespace))
+
+    async def has_content(self, content: str, *, namespace: str | None = None) -> bool:
+        """Whether `add(content)` would be an exact duplicate (checked without reinforcing)."""
+        return await self.repo.has_content(self._own(namespace), transfer.content_hash(content))
+
+    async def session_memories(
+        self, session_id: str, *, namespace: str | None = None
+    ) -> list[Memory]:
+        """The namespace's memories saved from one conversation, oldest first."""
+        return await self.repo.session_memories(self._own(namespace), session_id)
+
+    # ------------------------------------------------------- hook injections
+
+    async def injected_ids(self, session_id: str) -> set[str]:
+        """Memories the prompt hook already put into this session's context."""
+        return await self.repo.injected_ids(session_id)
+
+    async def record_injections(self, session_id: str, memory_ids: Sequence[str]) -> None:
+        """Note what was injected; records older than INJECTION_RECORD_DAYS are dropped."""
+        now = self._clock()
+        await self.repo.record_injections(
+            session_id, memory_ids, now, forget_before=now - INJECTION_RECORD_DAYS * 86_400.0
+        )
+
+    async def reset_injections(self, session_id: str) -> int:
+        """After a compaction or /clear the context no longer holds what was injected."""
+        return await self.repo.clear_injections(session_id)
 
     # -------------------------------------------------------------------- gc
 
@@ -353,16 +399,26 @@ class MemoryService:
         return transfer.document(memories, self._clock())
 
     async def import_document(
-        self, doc: object, *, namespace: str | None = None, skip_existing: bool = False
+        self,
+        doc: object,
+        *,
+        namespace: str | None = None,
+        skip_existing: bool = False,
+        progress: Callable[[int, int], None] | None = None,
     ) -> ImportReport:
-        """All records or none: a bad record aborts with its number and field."""
+        """All records or none: a bad record aborts with its number and field.
+
+        `progress(done, total)` is called as records are written (the CLI's progress bar).
+        """
         override = None if namespace is None else validation.namespace(namespace)
         records = transfer.records_of(doc)
         memories = [transfer.from_record(r, i, override) for i, r in enumerate(records, 1)]
-        ids = [m.id for m in memories]
-        if len(set(ids)) != len(ids):
-            raise InvalidInput("memories", "the file holds the same id twice")
-        stored = await self.repo.insert_many(memories, skip_existing=skip_existing)
+        _refuse_repeated_ids(memories)
+        total = len(memories)
+        stored = await self.repo.insert_many(
+            memories, skip_existing=skip_existing,
+            progress=None if progress is None else lambda done: progress(done, total),
+        )
         return ImportReport(imported=stored, skipped=len(memories) - stored)
 
     async def seed_from_project(
@@ -413,6 +469,17 @@ class MemoryService:
         if len(matches) > 1:
             raise Ambiguous(prefix, [m.id for m in matches])
         return matches[0]
+
+
+def _refuse_repeated_ids(memories: Sequence[Memory]) -> None:
+    first: dict[str, int] = {}
+    for number, memory in enumerate(memories, 1):
+        if memory.id in first:
+            raise InvalidInput(
+                f"record {number}, field 'id'",
+                f"repeats the id {memory.id} of record {first[memory.id]}",
+            )
+        first[memory.id] = number
 
 
 def _preview(text: str) -> str:
