@@ -25,6 +25,7 @@ from pma_mcp.models import (
     GCPreview,
     Memory,
     MemoryType,
+    MergePair,
     ScoreBreakdown,
     tier_down,
     tier_up,
@@ -57,15 +58,6 @@ class Rule:
     action: GCAction
     to_tier: MemoryType | None
     reason: str
-
-
-@dataclass(frozen=True)
-class MergePair:
-    """`gone` is folded into `keep` (the better-scored one); `similarity` is their cosine."""
-
-    gone: Memory
-    keep: Memory
-    similarity: float
 
 
 def idle_hours(memory: Memory, now: float) -> float:

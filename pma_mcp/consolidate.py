@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pma_mcp.collector import MergePair
-from pma_mcp.models import Memory
+from pma_mcp.models import Memory, MergePair
 
 NEAR_DUPLICATE_COSINE = 0.85
 """TF-IDF cosine (word unigrams and bigrams, sublinear tf) at or above which two memories of
@@ -32,7 +31,9 @@ def near_duplicates(
         return []
     from sklearn.feature_extraction.text import TfidfVectorizer
 
-    vectorizer = TfidfVectorizer(sublinear_tf=True, ngram_range=(1, 2))
+    vectorizer = TfidfVectorizer(
+        sublinear_tf=True, ngram_range=(1, 2), token_pattern=r"(?u)\b\w+\b"
+    )
     try:
         matrix = vectorizer.fit_transform([m.content for m in window])
     except ValueError:  # every document empty after tokenising

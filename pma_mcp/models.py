@@ -164,6 +164,15 @@ class GCDecision:
     merge_into: str | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MergePair:
+    """`gone` is folded into `keep` (the better-scored one); `similarity` is their cosine."""
+
+    gone: Memory
+    keep: Memory
+    similarity: float
+
+
 @dataclass(slots=True, kw_only=True)
 class GCPreview:
     """The exact plan `gc_run` applies next (same input, same clock → same decisions)."""

@@ -581,17 +581,31 @@ class Repository:
             return {str(r[0]) for r in await cur.fetchall()}
 
     async def record_injections(
-        self, session_id: str, memory_ids: Sequence[str], now: float, *, forget_before: float
+        self,
+        session_id: str | None,
+        memories: Sequence[Memory],
+        now: float,
+        *,
+        forget_before: float,
+        reason: str = "",
     ) -> None:
-        """Remember that `memory_ids` were injected; drop records older than `forget_before`."""
+        """Count an access for memories put into a session's context and remember them there.
+
+        One write: the access bump, the session's record (skipped without a session id) and
+        dropping records older than `forget_before`, so the table cannot grow without bound.
+        """
+        if not memories:
+            return
         async with db.transaction(self._conn) as conn:
+            await self._touch(conn, memories, now, reason=reason)
+            if session_id is None:
+                return
             await conn.execute("DELETE FROM hook_injections WHERE at < ?", (forget_before,))
-            if memory_ids:
-                await conn.executemany(
-                    "INSERT OR REPLACE INTO hook_injections (session_id, memory_id, at) "
-                    "VALUES (?, ?, ?)",
-                    [(session_id, memory_id, now) for memory_id in memory_ids],
-                )
+            await conn.executemany(
+                "INSERT OR REPLACE INTO hook_injections (session_id, memory_id, at) "
+                "VALUES (?, ?, ?)",
+                [(session_id, m.id, now) for m in memories],
+            )
 
     async def clear_injections(self, session_id: str) -> int:
         """Forget what was injected into `session_id` (its context was compacted or cleared)."""

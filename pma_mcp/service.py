@@ -29,6 +29,7 @@ from pma_mcp.models import (
     InspectResult,
     Memory,
     MemoryType,
+    MergePair,
     Related,
     Scope,
     ScoredMemory,
@@ -316,11 +317,17 @@ class MemoryService:
         """Memories the prompt hook already put into this session's context."""
         return await self.repo.injected_ids(session_id)
 
-    async def record_injections(self, session_id: str, memory_ids: Sequence[str]) -> None:
-        """Note what was injected; records older than INJECTION_RECORD_DAYS are dropped."""
+    async def record_injections(
+        self, session_id: str | None, memories: Sequence[Memory], *, reason: str = "in context"
+    ) -> None:
+        """Count an access for each memory put into a session's context and note it there.
+
+        Records older than INJECTION_RECORD_DAYS are dropped in the same write.
+        """
         now = self._clock()
         await self.repo.record_injections(
-            session_id, memory_ids, now, forget_before=now - INJECTION_RECORD_DAYS * 86_400.0
+            session_id, memories, now,
+            forget_before=now - INJECTION_RECORD_DAYS * 86_400.0, reason=reason,
         )
 
     async def reset_injections(self, session_id: str) -> int:
@@ -378,7 +385,7 @@ class MemoryService:
                 outside[tier] = tokens
             for memory in memories:
                 outside[memory.memory_type] -= memory.token_count
-        merges: list[collector.MergePair] = []
+        merges: list[MergePair] = []
         if self._merge:
             from pma_mcp import consolidate
 

@@ -1,0 +1,49 @@
+"""Settings come only from the environment, resolved the same way in every process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pma_mcp.config import GLOBAL_NAMESPACE, Settings, resolve_namespace
+from pma_mcp.errors import ConfigError
+
+
+def test_namespace_precedence() -> None:
+    env = {"PMA_NAMESPACE": "explicit", "CLAUDE_PROJECT_DIR": "/p"}
+    assert resolve_namespace(env, cwd="/c") == "explicit"
+    assert resolve_namespace({"CLAUDE_PROJECT_DIR": "/p"}, cwd="/c") == "/p"
+    assert resolve_namespace({}, cwd="/c") == "/c"
+    assert resolve_namespace({}, cwd="/") == GLOBAL_NAMESPACE
+    assert resolve_namespace({"PMA_NAMESPACE": "  "}, cwd="") == GLOBAL_NAMESPACE
+
+
+def test_namespace_defaults_to_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert resolve_namespace({}) == str(tmp_path)
+
+
+def test_defaults_and_overrides(tmp_path: Path) -> None:
+    default = Settings.from_env({}, cwd="/x")
+    assert default.db_path == Path("~/.pma_store.db").expanduser()
+    assert default.storage == "sqlite"
+    custom = Settings.from_env(
+        {"PMA_DB_PATH": str(tmp_path / "m.db"), "PMA_STORAGE": "memory",
+         "PMA_AUTOSAVE": "0", "PMA_REDACT": "false", "PMA_LOG_LEVEL": "debug"}
+    )
+    assert custom.database == ":memory:"
+    assert custom.autosave is False and custom.redact is False
+    assert custom.log_level == "DEBUG"
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("PMA_STORAGE", "postgres"), ("PMA_AUTOSAVE", "maybe"), ("PMA_GC_THRESHOLD", "-1"),
+     ("PMA_GC_THRESHOLD", "many")],
+)
+def test_bad_values_are_refused_with_the_variable_named(key: str, value: str) -> None:
+    with pytest.raises(ConfigError, match=key):
+        Settings.from_env({key: value})

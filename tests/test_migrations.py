@@ -1,0 +1,71 @@
+"""Schema versioning: fresh files migrate once, newer files are refused, opens race safely."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from pma_mcp import db
+from pma_mcp.errors import StorageError
+from pma_mcp.repository import MIGRATIONS, SCHEMA_VERSION, Repository
+
+
+async def test_fresh_file_gets_every_migration(tmp_path: Path) -> None:
+    repo = await Repository.open(str(tmp_path / "new.db"))
+    try:
+        assert await repo.schema_version() == SCHEMA_VERSION == MIGRATIONS[-1].version
+    finally:
+        await repo.close()
+    with sqlite3.connect(tmp_path / "new.db") as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    assert {"memories", "memory_labels", "memory_fts", "lineage"} <= tables
+
+
+async def test_a_newer_schema_is_refused_with_advice(tmp_path: Path) -> None:
+    path = tmp_path / "future.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(StorageError, match="upgrade pma-mcp"):
+        await Repository.open(str(path))
+
+
+async def test_a_failing_migration_leaves_the_file_untouched(tmp_path: Path) -> None:
+    conn = await db.connect(str(tmp_path / "x.db"))
+    try:
+        steps = (db.Migration(1, "ok", ("CREATE TABLE a (x)",)),
+                 db.Migration(2, "broken", ("CREATE TABLE b (",)))
+        with pytest.raises(sqlite3.OperationalError):
+            await db.migrate(conn, steps)
+        assert await db.schema_version(conn) == 0
+        async with conn.execute("SELECT count(*) FROM sqlite_master") as cur:
+            assert (await cur.fetchone())[0] == 0  # type: ignore[index]
+    finally:
+        await conn.close()
+
+
+async def test_concurrent_opens_migrate_exactly_once(tmp_path: Path) -> None:
+    path = str(tmp_path / "race.db")
+    repos = await asyncio.gather(*(Repository.open(path) for _ in range(6)))
+    try:
+        assert {await r.schema_version() for r in repos} == {SCHEMA_VERSION}
+    finally:
+        for r in repos:
+            await r.close()
+
+
+async def test_unwritable_location_is_a_storage_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(StorageError, match="PMA_DB_PATH"):
+        await Repository.open(str(blocker / "sub" / "db.sqlite"))
+
+
+async def test_a_file_that_is_not_sqlite_is_a_storage_error(tmp_path: Path) -> None:
+    path = tmp_path / "garbage.db"
+    path.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StorageError):
+        await Repository.open(str(path))

@@ -1,0 +1,103 @@
+"""Lexical retrieval: sanitised queries, stemming, stopwords, and the similarity map."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from pma_mcp import retrieval
+from pma_mcp.service import MemoryService
+
+FTS_SYNTAX = [
+    '"', '""', "NEAR(", "NEAR(a b)", "*", "a*", "-", "-foo", "OR", "AND", "NOT", "^start",
+    "content:", "labels:x", "'; DROP TABLE memories; --", "(", ")", "{a b}:c", "a + b",
+    "col:*", "\\", "%", "_", "\u0000", "🙂 emoji", "a\nb", "NEAR(\"x\" \"y\", 3)",
+]
+
+
+@pytest.mark.parametrize("query", FTS_SYNTAX)
+async def test_fts_syntax_in_queries_never_errors(service: MemoryService, query: str) -> None:
+    await service.add("drop table memories near the start content")
+    query = query.replace("\u0000", "")
+    results = await service.search(query)
+    assert isinstance(results, list)
+    assert await service.repo.count() == 1
+
+
+def test_query_words_drop_stopwords_and_punctuation() -> None:
+    assert retrieval.query_words("What is the export job's TIMEOUT? (see: jobs.toml)") == [
+        "export", "job", "timeout", "see", "jobs", "toml"]
+    assert retrieval.query_words("the and of") == []
+    assert retrieval.query_words("snake_case-name") == ["snake", "case", "name"]
+
+
+def test_match_expression_quotes_every_word() -> None:
+    assert retrieval.match_expression(["near", "or"]) == '"near" OR "or"'
+
+
+async def test_porter_stemming_matches_word_forms(service: MemoryService) -> None:
+    await service.add("The exporter was configured to run nightly")
+    for query in ("exporting", "configuration", "runs", "configure exports"):
+        assert len(await service.search(query)) == 1, query
+
+
+async def test_stems_are_deduplicated_in_the_query(service: MemoryService) -> None:
+    analysed = await retrieval.analyse(service.repo, "run running runs")
+    assert analysed is not None and analysed.stems == ("run",)
+    assert analysed.match == '"run"'
+
+
+async def test_non_matching_memories_are_not_returned_for_a_query(
+    service: MemoryService,
+) -> None:
+    await service.add("Important but unrelated", importance=1.0)
+    await service.add("The cache uses Redis")
+    results = await service.search("redis cache")
+    assert [r.memory.content for r in results] == ["The cache uses Redis"]
+
+
+async def test_similarity_is_in_unit_interval_and_ordered_like_bm25(
+    service: MemoryService,
+) -> None:
+    await service.add("kafka consumer lag alert thresholds")
+    await service.add("kafka")
+    await service.add("the consumer of the kafka topic lags when the broker restarts often")
+    results = await service.search("kafka consumer lag")
+    sims = [r.breakdown.semantic_similarity for r in results]
+    assert all(0.0 < s < 1.0 for s in sims)
+    assert results[0].memory.content == "kafka consumer lag alert thresholds"
+
+
+def test_similarity_map() -> None:
+    assert retrieval.similarity(0.0, 5.0) == 0.0
+    assert retrieval.similarity(5.0, 0.0) == 0.0
+    assert retrieval.similarity(5.0, 5.0) == pytest.approx(0.9)
+    assert retrieval.similarity(2.5, 5.0) == pytest.approx(1 - 0.1**0.5)
+    assert retrieval.similarity(1e9, 1.0) <= 1.0
+
+
+def test_idf_formula() -> None:
+    assert retrieval.idf(100, 1) == pytest.approx(math.log(99.5 / 1.5))
+    assert retrieval.idf(10, 9) == 1e-6  # FTS5 floors non-positive idf
+
+
+async def test_ideal_match_scores_exactly_the_documented_similarity(
+    service: MemoryService,
+) -> None:
+    """Each query term once, at average length: BM25 = Σ idf, so similarity is 0.9."""
+    for text in ("alpha beta", "gamma delta", "epsilon zeta", "eta theta"):
+        await service.add(text)
+    (hit,) = await service.search("alpha beta")
+    assert hit.breakdown.semantic_similarity == pytest.approx(0.9, abs=1e-9)
+
+
+async def test_breakdown_is_truthful(service: MemoryService) -> None:
+    await service.add("grafana dashboards for latency", importance=0.6)
+    (result,) = await service.search("grafana latency")
+    b = result.breakdown
+    assert result.score == b.composite == pytest.approx(
+        0.4 * b.semantic_similarity + 0.3 * b.importance + 0.2 * b.recency
+        + 0.1 * b.access_frequency)
+    inspected = await service.inspect(result.memory.id, query="grafana latency")
+    assert inspected.breakdown.semantic_similarity == pytest.approx(b.semantic_similarity)
