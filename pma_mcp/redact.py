@@ -4,8 +4,8 @@ Memories outlive the session that produced them and are injected into later prom
 credential pasted once would otherwise resurface forever. The rules lean towards safety (a false
 positive costs a few characters of context, a false negative leaks a key) while leaving ordinary
 prose and code alone. Every pattern is compiled at import, starts with a literal or a small
-character set where possible, and uses bounded quantifiers, so a multi-megabyte transcript is
-scanned in linear time on the hook fast path. Standard library only.
+character set where possible, and uses bounded or possessive quantifiers, so a multi-megabyte
+transcript is scanned in linear time on the hook fast path. Standard library only.
 """
 
 from __future__ import annotations
@@ -97,8 +97,12 @@ def _fold(text: str) -> str:
     return text.translate(_ASCII_LOWER)
 
 
+_DIGIT = re.compile(r"[0-9]")
+_ALNUM = re.compile(r"[A-Za-z0-9]")
+
+
 def _has_digit(value: str) -> bool:
-    return any(ch.isdigit() for ch in value)
+    return _DIGIT.search(value) is not None
 
 
 # Words that follow "token:" / "password:" in prose or type hints rather than being a value.
@@ -110,13 +114,21 @@ _NOT_A_VALUE_WORDS = """
     none null nil true false undefined empty missing unset required optional string str bytes
     int integer bool boolean number any object dict list text value values bearer basic token
     tokens password passwords secret secrets redacted hidden masked placeholder example
-    env environ environment see below above
+    env environ environment see below above credentials creds pass pwd
 """
 _NOT_A_VALUE = frozenset(_NOT_A_VALUE_WORDS.split())
 
-_PLACEHOLDER = re.compile(r"^(?:\$\{?[A-Za-z_]|%\(|\{\{|<[^>]*>$|\*+$|[xX]{3,}$|\.{3}$|…$)")
+_PLACEHOLDER = re.compile(
+    r"^(?:\$\{?[A-Za-z_]|%\(|\{\{|<[^>]*>$|\*+$|[xX]{3,}$|\.{3}$|…$|\#[0-9A-Fa-f]{3,8}$)"
+)
 _DOTTED_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")
-# Key names that contain a secret-ish word but hold counts, names, paths, ids ... not secrets.
+# Digit-free snake_case, ALL_CAPS, CamelCase and camelCase names: variables, constants and
+# classes in code, not credentials.
+_CODE_NAME = re.compile(
+    r"^_*(?:[a-z]+(?:_[a-z]+)+|[A-Z]+(?:_[A-Z]+)*|[A-Z]?[a-z]+(?:[A-Z][a-z]+)+)_*$"
+)
+# Docstring fields describe a parameter; what follows is prose.
+_DOC_FIELDS = (":param ", ":type ", ":ivar ", ":var ", ":cvar ", "@param ", ":raises ")
 _HARMLESS_KEY = re.compile(
     r"tokens|tokeniz|^(?:max|min|num|n)_"
     r"|(?:count|type|len|length|size|limit|budget|usage|ttl|expiry|expires|expires_at|expires_in"
@@ -147,26 +159,60 @@ def _assignment_value(match: re.Match[str], text: str) -> tuple[str, bool]:
 
 
 def _accept_assignment(match: re.Match[str], text: str) -> bool:
-    """Skip counts, type hints, placeholders, env lookups, code expressions and prose words."""
+    """Skip counts, type hints, placeholders, env lookups, code expressions and prose words.
+
+    People choose passwords, so any remaining value of a password key counts. Tokens, keys and
+    secrets are machine-generated: they carry a digit or are long, which keeps lexer code
+    (`token = Operator`) and colour tables (`Token: "#fff"`) intact.
+    """
     key = _full_key(match, text)
     lowered_key = key.lower()
     if _HARMLESS_KEY.search(lowered_key) or _CAMEL_ID.search(key):
         return False
-    if match.group("word") == "key" and not _SECRET_KEY_NAME.search(lowered_key):
+    key_start = match.end("key") - len(key)
+    if text[max(key_start - 8, 0) : key_start].endswith(_DOC_FIELDS):
+        return False
+    word = match.group("word")
+    if word == "key" and not _SECRET_KEY_NAME.search(lowered_key):
         return False  # `key: value`, `primary_key = 5`, `cache_key = ...`
     value, bare = _assignment_value(match, text)
     value = value.strip()
-    if len(value) < 4 or (value.isdigit() and len(value) < 8):
+    if len(value) < (6 if bare else 4) or (value.isdigit() and len(value) < 8):
         return False
     if value.lower() in _NOT_A_VALUE or _PLACEHOLDER.match(value):
         return False
-    if bare:
-        following = text[match.end() : match.end() + 1]
-        if following in ("(", "[") or _DOTTED_NAME.match(value):
-            return False  # `token = get_token()`, `secret = settings.secret`
-        if value.lower() == lowered_key.lstrip("-"):
-            return False  # `OpenAI(api_key=api_key)`
-    return True
+    if _ALNUM.search(value) is None:
+        return False  # a mask such as `:****` or `-----`
+    password = word.startswith(("pass", "_pwd"))
+    if bare and _looks_like_code(match, text, value, lowered_key, password=password):
+        return False
+    if password:
+        return True
+    if " " in value or _CODE_NAME.match(value):
+        return False  # `private_key: "_EllipticCurvePrivateKey"` is a type, not a key
+    return _has_digit(value) or len(value) >= 24
+
+
+def _looks_like_code(
+    match: re.Match[str], text: str, value: str, lowered_key: str, *, password: bool
+) -> bool:
+    """A bare value that is a call, a subscript, an attribute chain, a type or a variable.
+
+    A bare word after a password key is only taken for a variable name when it repeats the key:
+    `DB_PASSWORD=super_secret` in an env file is a password.
+    """
+    following = text[match.end() : match.end() + 1]
+    if following in ("(", "["):
+        return True  # `token = get_token()`, `api_key = os.environ["KEY"]`
+    if _DOTTED_NAME.match(value):
+        if not _has_digit(value):
+            return True  # `secret = settings.secret` (but `ya29.a0AfH6...` is a token)
+        if match.group("sep") == ":" and following in (",", ")"):
+            return True  # `def sign(private_key: ed25519.Ed25519PrivateKey, ...)`
+    if not password and _CODE_NAME.match(value):
+        return True  # `TOKEN_ENDS = TSPECIALS`, `token = next_token`
+    name = value.lower().strip("_")
+    return name in (lowered_key.strip("_-"), lowered_key.rpartition(".")[2].strip("_-"))
 
 
 def _assignment_kind(match: re.Match[str], text: str) -> str:
@@ -189,12 +235,21 @@ def _accept_opaque(match: re.Match[str], text: str) -> bool:
     return _has_digit(text[start:end])
 
 
+def _accept_url_password(match: re.Match[str], text: str) -> bool:
+    """`scheme://user:password@host` in documentation names the field instead of filling it."""
+    value = text[match.start("secret") : match.end("secret")]
+    return value.lower() not in _NOT_A_VALUE and not _PLACEHOLDER.match(value)
+
+
 def _accept_auth_header(match: re.Match[str], text: str) -> bool:
     start, end = match.span("secret")
     value = text[start:end]
     if value.lower() in _NOT_A_VALUE or _PLACEHOLDER.match(value):
         return False
-    return _has_digit(value) or not value.islower() or len(value) >= 20
+    if text[end : end + 1] in ("(", "["):
+        return False  # `authorization = base64.decodebytes(authorization)`
+    # Base64 credentials and opaque tokens mix cases or carry digits; "Unauthorized" does not.
+    return _has_digit(value) or len(value) >= 20 or value[1:] != value[1:].lower()
 
 
 def _rx(pattern: str) -> re.Pattern[str]:
@@ -207,7 +262,7 @@ _PEM_HEADER = r"(?:Proc-Type|DEK-Info|Version|Comment|Hash):[^\r\n\\]{0,200}+"
 _PEM_BEGIN = r"-----BEGIN[A-Z0-9\x20]{0,40}PRIVATE\x20KEY(?:\x20BLOCK)?-----"
 _PEM_END = r"-----END[A-Z0-9\x20]{0,40}PRIVATE\x20KEY(?:\x20BLOCK)?-----"
 # A truncated body only takes lines that look like key material (long, or padded), so the
-# prose after a cut-off paste survives.
+# prose after a cut-off paste survives; a bare BEGIN line mentioned in prose is left alone.
 _PEM_LINE = r"(?:[A-Za-z0-9+/]{16,}+={0,2}|[A-Za-z0-9+/]{1,15}+={1,2}|=[A-Za-z0-9+/]{4})"
 _TOK = r"[A-Za-z0-9_\-]"
 
@@ -223,7 +278,7 @@ def _assignment(anchor: str, trigger: str) -> _Rule:
         ["']?
         (?::[\x20\t]*[a-z_][a-z0-9_.]{{0,40}}+(?:\[[a-z0-9_.,\x20]{{0,40}}\])?
            (?:[\x20\t]*\|[\x20\t]*none)?[\x20\t]*(?==))?      # type hint: `token: str = ...`
-        [\x20\t]*(?::=|=>|=(?!=)|:)[\x20\t]*               # not `==`: a comparison
+        [\x20\t]*(?P<sep>:=|=>|=(?!=)|:)[\x20\t]*          # not `==`: a comparison
         (?!["']?\[redacted)
         (?: "(?P<dq>[^"\r\n]{{1,512}}+)"
           | '(?P<sq>[^'\r\n]{{1,512}}+)'
@@ -250,7 +305,7 @@ _RULES: tuple[_Rule, ...] = (
         _rx(
             rf"""{_PEM_BEGIN}
             (?: (?:{_PEM_SEP}(?:{_PEM_HEADER}|[A-Za-z0-9+/=]++))*+ (?:{_PEM_SEP})? {_PEM_END}
-              | (?:{_PEM_SEP}(?:{_PEM_HEADER}|{_PEM_LINE}))*+
+              | (?:{_PEM_SEP}(?:{_PEM_HEADER}|{_PEM_LINE}))++
             )"""
         ),
         ("private key",),
@@ -260,6 +315,7 @@ _RULES: tuple[_Rule, ...] = (
         _rx(r"""://[^\s:/?\#@"'<>\[\]]{0,256}+:(?P<secret>[^\s/?\#@"'<>\[\]]{1,512}+)@"""),
         ("://",),
         groups=("secret",),
+        accept=_accept_url_password,
     ),
     _Rule(
         "slack_webhook",

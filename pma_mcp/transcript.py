@@ -174,7 +174,7 @@ def _parse(data: bytes) -> list[Exchange]:
     for obj in _iter_objects(data):
         try:
             reader.feed(obj)
-        except Exception:  # noqa: BLE001 - one odd line must never cost the whole transcript
+        except Exception:  # one odd line must never cost the whole transcript
             continue
     return reader.finish()
 
