@@ -117,6 +117,7 @@ Importance = Annotated[
         ge=0.0,
         le=1.0,
         allow_inf_nan=False,
+        strict=True,
         description="0.9-1.0 rules/preferences never to lose; 0.6-0.8 decisions and facts; "
         "0.3-0.5 routine events",
     ),
@@ -162,7 +163,7 @@ Query = Annotated[
     Field(max_length=MAX_QUERY_CHARS, description="What to look for, in plain words"),
 ]
 IncludeGlobal = Annotated[
-    bool, Field(description="Also search the global 'default' namespace")
+    bool, Field(strict=True, description="Also search the global 'default' namespace")
 ]
 
 # ------------------------------------------------------------------------- runtime
@@ -173,6 +174,9 @@ class _Runtime:
 
     Static resources get no request context, so tools and resources alike reach the
     service through this holder; a use count keeps it open across overlapping connections.
+    `calls` serialises requests: the service runs on one aiosqlite connection, and two
+    concurrent write transactions on it fail ("cannot start a transaction within a
+    transaction"). Clients do send tool calls in parallel.
     """
 
     def __init__(self, settings: Settings, clock: Clock | None, counter: TokenCounter | None):
@@ -182,6 +186,7 @@ class _Runtime:
         self._service: MemoryService | None = None
         self._users = 0
         self._lock = anyio.Lock()
+        self.calls = anyio.Lock()
 
     @asynccontextmanager
     async def lifespan(self, _server: MCPServer[Any]) -> AsyncIterator[MemoryService]:
@@ -257,15 +262,17 @@ READ_ONLY = _annotations(read_only=True)
 
 
 def _tool(
-    app: MCPServer[Any], name: str, title: str, annotations: ToolAnnotations
+    app: MCPServer[Any], rt: _Runtime, name: str, title: str, annotations: ToolAnnotations
 ) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
-    """Register `fn` as tool `name`, translating errors into messages an agent can act on."""
+    """Register `fn` as tool `name`: one call at a time, errors turned into messages an
+    agent can act on."""
 
     def register(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
         @functools.wraps(fn)
         async def call(*args: P.args, **kwargs: P.kwargs) -> R:
             try:
-                return await fn(*args, **kwargs)
+                async with rt.calls:
+                    return await fn(*args, **kwargs)
             except PmaError as err:
                 raise ToolError(str(err)) from None
             except Exception:
@@ -291,7 +298,7 @@ def _tool(
 
 
 def _add_tools(app: MCPServer[Any], rt: _Runtime) -> None:
-    @_tool(app, "remember", "Remember", _annotations(read_only=False))
+    @_tool(app, rt, "remember", "Remember", _annotations(read_only=False))
     async def remember(
         content: Content,
         importance: Importance = 0.5,
@@ -318,10 +325,12 @@ def _add_tools(app: MCPServer[Any], rt: _Runtime) -> None:
         )
         return StoredMemory.of(added)
 
-    @_tool(app, "recall", "Recall memories", READ_ONLY)
+    @_tool(app, rt, "recall", "Recall memories", READ_ONLY)
     async def recall(
         query: Query,
-        limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description="How many results")] = 5,
+        limit: Annotated[
+            int, Field(ge=1, le=MAX_LIMIT, strict=True, description="How many results")
+        ] = 5,
         memory_type: Annotated[Tier | None, Field(description="Only this tier")] = None,
         tags: Annotated[
             list[Label] | None,
@@ -329,7 +338,8 @@ def _add_tools(app: MCPServer[Any], rt: _Runtime) -> None:
         ] = None,
         namespace: Namespace = None,
         min_score: Annotated[
-            float, Field(ge=0.0, le=1.0, allow_inf_nan=False, description="Drop weaker results")
+            float, Field(ge=0.0, le=1.0, allow_inf_nan=False, strict=True,
+                         description="Drop results scoring below this")
         ] = 0.0,
         include_global: IncludeGlobal = True,
     ) -> RecallResult:
@@ -345,7 +355,7 @@ def _add_tools(app: MCPServer[Any], rt: _Runtime) -> None:
         )
         return RecallResult.of(found)
 
-    @_tool(app, "forget", "Forget a memory",
+    @_tool(app, rt, "forget", "Forget a memory",
            _annotations(read_only=False, destructive=True, idempotent=True))
     async def forget(memory_id: MemoryId) -> Forgotten:
         """Use when a stored memory is wrong, outdated or stored by mistake (to correct it,
@@ -355,11 +365,13 @@ def _add_tools(app: MCPServer[Any], rt: _Runtime) -> None:
         """
         return Forgotten.of(await rt.service.delete(memory_id))
 
-    @_tool(app, "load_context", "Load context", READ_ONLY)
+    @_tool(app, rt, "load_context", "Load context", READ_ONLY)
     async def load_context(
         query: Query = "",
         token_budget: Annotated[
-            int, Field(ge=1, le=MAX_TOKEN_BUDGET, description="Most tokens the memories may take")
+            int,
+            Field(ge=1, le=MAX_TOKEN_BUDGET, strict=True,
+                  description="Most tokens the memories may take"),
         ] = 2048,
         namespace: Namespace = None,
         include_global: IncludeGlobal = True,
@@ -374,7 +386,7 @@ def _add_tools(app: MCPServer[Any], rt: _Runtime) -> None:
         )
         return ContextResult.of(pack, namespace or rt.settings.namespace)
 
-    @_tool(app, "inspect", "Inspect a memory", READ_ONLY)
+    @_tool(app, rt, "inspect", "Inspect a memory", READ_ONLY)
     async def inspect_memory(
         memory_id: MemoryId,
         query: Annotated[
@@ -389,7 +401,7 @@ def _add_tools(app: MCPServer[Any], rt: _Runtime) -> None:
         """
         return InspectOut.of(await rt.service.inspect(memory_id, query=query))
 
-    @_tool(app, "gc_preview", "Preview garbage collection", READ_ONLY)
+    @_tool(app, rt, "gc_preview", "Preview garbage collection", READ_ONLY)
     async def gc_preview(namespace: Namespace = None) -> GCPreviewOut:
         """Use before gc_run to see what it would change; changes nothing. Dry run of the
         tiered garbage collector for the namespace: the memories it would promote, demote,
@@ -398,7 +410,7 @@ def _add_tools(app: MCPServer[Any], rt: _Runtime) -> None:
         """
         return GCPreviewOut.of(await rt.service.gc_preview(namespace=namespace))
 
-    @_tool(app, "gc_run", "Run garbage collection",
+    @_tool(app, rt, "gc_run", "Run garbage collection",
            _annotations(read_only=False, destructive=True))
     async def gc_run(namespace: Namespace = None) -> GCRunOut:
         """Use when memory_stats shows gc_pressure, after checking gc_preview. Applies the
@@ -407,7 +419,7 @@ def _add_tools(app: MCPServer[Any], rt: _Runtime) -> None:
         """
         return GCRunOut.of(await rt.service.gc_run(namespace=namespace))
 
-    @_tool(app, "memory_stats", "Memory statistics", READ_ONLY)
+    @_tool(app, rt, "memory_stats", "Memory statistics", READ_ONLY)
     async def memory_stats(namespace: Namespace = None) -> StatsOut:
         """Use to see how much the namespace holds and whether it needs garbage collection.
         Returns totals, per-tier counts, tokens and average scores, gc_pressure (how many
@@ -415,7 +427,7 @@ def _add_tools(app: MCPServer[Any], rt: _Runtime) -> None:
         """
         return StatsOut.of(await rt.service.stats(namespace=namespace))
 
-    @_tool(app, "related", "Related memories", READ_ONLY)
+    @_tool(app, rt, "related", "Related memories", READ_ONLY)
     async def related(
         entity: Annotated[
             str,
@@ -450,7 +462,8 @@ def _add_resources(app: MCPServer[Any], rt: _Runtime) -> None:
     )
     async def stats_resource() -> str:
         try:
-            stats = await rt.service.stats()
+            async with rt.calls:
+                stats = await rt.service.stats()
         except PmaError as err:
             raise _resource_error(err) from None
         return StatsOut.of(stats).model_dump_json(indent=2)
@@ -464,24 +477,26 @@ def _add_resources(app: MCPServer[Any], rt: _Runtime) -> None:
     )
     async def memory_resource(id: str) -> str:
         try:
-            memory = await rt.service.get(id)
+            async with rt.calls:
+                memory = await rt.service.get(id)
         except PmaError as err:
             raise _resource_error(err) from None
         return MemoryOut.of(memory).model_dump_json(indent=2)
 
 
 def _add_prompts(app: MCPServer[Any], rt: _Runtime) -> None:
+    # `topic` is checked here, not by a pydantic constraint: the SDK reports a prompt's
+    # argument validation failure as an opaque internal error, this gives -32602 and a fix.
     @app.prompt(name="recall_topic", title="Recall a topic")
-    async def recall_topic(
-        topic: Annotated[
-            str, Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to recall")
-        ],
-    ) -> str:
+    async def recall_topic(topic: str) -> str:
         """Load what earlier sessions stored about a topic into the conversation."""
+        if not topic.strip():
+            raise MCPError(INVALID_PARAMS, "topic: give a few words, e.g. 'database migrations'")
         try:
-            pack = await rt.service.get_context(topic, token_budget=2048)
+            async with rt.calls:
+                pack = await rt.service.get_context(topic, token_budget=2048)
         except PmaError as err:
-            raise MCPError(INVALID_PARAMS, str(err)) from None
+            raise MCPError(INVALID_PARAMS, str(err).replace("query:", "topic:", 1)) from None
         return (
             f"What do we already know about {topic.strip()!r}? "
             "These memories were stored in earlier sessions:\n\n"
