@@ -1,0 +1,225 @@
+"""The real `python -m pma_mcp` process over stdio.
+
+One test drives it with the SDK's stdio client; the others pipe raw JSON-RPC lines and check
+that stdout carries nothing but protocol messages, whatever the input. Deadlines below only
+keep a broken server from hanging the suite; nothing asserts on timing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import queue
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import IO, Any, Literal
+
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.types import TextContent
+
+DEADLINE = 60.0
+
+
+def server_env(db: Path, **extra: str) -> dict[str, str]:
+    """A minimal environment like a client gives (no CLAUDE_PROJECT_DIR leaking in)."""
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(db.parent),
+           "PMA_DB_PATH": str(db), "PMA_LOG_LEVEL": "INFO"}
+    env.update(extra)
+    return env
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_sdk_stdio_client_remember_recall_inspect_forget(
+    tmp_path: Path, mode: Literal["legacy", "auto"]
+) -> None:
+    project = tmp_path / "acme"
+    project.mkdir()
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "pma_mcp"], cwd=str(project),
+        env={"PMA_DB_PATH": str(tmp_path / "store.db")},
+    )
+    async with Client(params, mode=mode) as client:
+        assert len((await client.list_tools()).tools) == 9
+        stored = await client.call_tool(
+            "remember", {"content": "The billing service retries webhooks three times",
+                         "importance": 0.8, "tags": ["billing"]})
+        assert not stored.is_error and stored.structured_content is not None
+        memory_id = stored.structured_content["id"]
+        assert stored.structured_content["namespace"] == str(project)  # the working directory
+
+        found = await client.call_tool("recall", {"query": "webhook retries"})
+        assert found.structured_content is not None
+        assert [r["id"] for r in found.structured_content["results"]] == [memory_id]
+
+        inspected = await client.call_tool("inspect", {"memory_id": memory_id[:8]})
+        assert inspected.structured_content is not None
+        assert inspected.structured_content["memory"]["access_count"] == 1
+
+        forgotten = await client.call_tool("forget", {"memory_id": memory_id})
+        assert forgotten.structured_content == {
+            "deleted_id": memory_id,
+            "content_preview": "The billing service retries webhooks three times"}
+        gone = await client.call_tool("forget", {"memory_id": memory_id})
+        assert gone.is_error
+        assert isinstance(gone.content[0], TextContent)
+        assert "call recall" in gone.content[0].text
+
+
+class RawServer:
+    """`python -m pma_mcp` with pipes; a thread collects stdout lines as they come."""
+
+    def __init__(self, env: dict[str, str], cwd: Path) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "pma_mcp"], cwd=cwd, env=env, stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        self.stdout: list[bytes] = []
+        assert self.proc.stdout is not None
+        threading.Thread(target=self._pump, args=(self.proc.stdout,), daemon=True).start()
+
+    def _pump(self, stream: IO[bytes]) -> None:
+        for line in iter(stream.readline, b""):
+            self.lines.put(line)
+
+    def send(self, message: dict[str, Any] | str) -> None:
+        text = message if isinstance(message, str) else json.dumps(message)
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(text.encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def answers(self, ids: set[int]) -> dict[int, dict[str, Any]]:
+        """Read stdout until every id in `ids` is answered; every line must be JSON-RPC."""
+        got: dict[int, dict[str, Any]] = {}
+        while not ids <= set(got):
+            line = self.lines.get(timeout=DEADLINE)
+            self.stdout.append(line)
+            message = json.loads(line)  # a non-JSON stdout line fails here
+            assert message["jsonrpc"] == "2.0", line
+            assert ("result" in message) != ("error" in message) or "method" in message, line
+            if "id" in message and "method" not in message:
+                got[message["id"]] = message
+        return got
+
+    def close(self) -> tuple[int, str]:
+        """EOF on stdin: the server must exit by itself, with 0."""
+        assert self.proc.stdin is not None and self.proc.stderr is not None
+        self.proc.stdin.close()
+        code = self.proc.wait(timeout=DEADLINE)
+        while not self.lines.empty():  # anything printed after the last answer
+            line = self.lines.get()
+            self.stdout.append(line)
+            assert json.loads(line)["jsonrpc"] == "2.0", line
+        return code, self.proc.stderr.read().decode()
+
+
+def call(i: int, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments}}
+
+
+def initialize(server: RawServer) -> dict[str, Any]:
+    server.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw-test", "version": "1"}}})
+    reply = server.answers({0})[0]
+    server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    return reply
+
+
+def test_raw_stdio_every_stdout_line_is_json_rpc(tmp_path: Path) -> None:
+    project = tmp_path / "from-claude"
+    server = RawServer(server_env(tmp_path / "raw.db", CLAUDE_PROJECT_DIR=str(project)), tmp_path)
+    reply = initialize(server)
+    assert reply["result"]["protocolVersion"] == "2025-06-18"
+    assert reply["result"]["serverInfo"]["name"] == "pma"
+
+    server.send("this is not JSON at all")
+    server.send(call(1, "remember", {"content": "Deploy with make release", "tags": ["ops"]}))
+    server.send(call(2, "recall", {"query": 'NEAR( " * content:'}))
+    server.send('{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": '
+                '{"name": "remember", "arguments": {"content": "x", "importance": NaN}}}')
+    server.send(call(4, "remember", {"content": "y" * 100_001}))
+    server.send(call(5, "no_such_tool", {}))
+    server.send({"jsonrpc": "2.0", "id": 6, "method": "no/such/method", "params": {}})
+    server.send(call(7, "forget", {"memory_id": "'; DROP TABLE memories; --"}))
+    server.send({"jsonrpc": "2.0", "id": 8, "method": "resources/read",
+                 "params": {"uri": "memory://stats"}})
+    server.send({"jsonrpc": "2.0", "id": 9, "method": "prompts/get",
+                 "params": {"name": "recall_topic", "arguments": {"topic": "deploy"}}})
+    server.send({"jsonrpc": "2.0", "id": 10, "method": "ping"})
+    server.send(call(11, "memory_stats", {}))
+    got = server.answers(set(range(1, 12)))
+
+    assert got[1]["result"]["isError"] is False
+    assert got[1]["result"]["structuredContent"]["namespace"] == str(project)
+    assert got[2]["result"]["isError"] is False
+    for i in (3, 4, 5, 7):
+        assert got[i]["result"]["isError"] is True, got[i]
+        assert "Traceback" not in got[i]["result"]["content"][0]["text"]
+    assert "finite number" in got[3]["result"]["content"][0]["text"]
+    assert "at most 100000 characters" in got[4]["result"]["content"][0]["text"]
+    assert len(json.dumps(got[4])) < 2_000  # the huge argument is not echoed back
+    assert got[6]["error"]["code"] == -32601
+    assert "hex characters" in got[7]["result"]["content"][0]["text"]
+    assert json.loads(got[8]["result"]["contents"][0]["text"])["total"] == 1
+    assert "make release" in got[9]["result"]["messages"][0]["content"]["text"]
+    assert got[10]["result"] == {}
+    assert got[11]["result"]["structuredContent"]["total"] == 1
+
+    code, stderr = server.close()
+    assert code == 0
+    assert f"namespace {str(project)!r}" in stderr and str(tmp_path / "raw.db") in stderr
+    assert "Traceback" not in stderr
+
+
+def test_raw_stdio_exits_cleanly_on_immediate_eof(tmp_path: Path) -> None:
+    server = RawServer(server_env(tmp_path / "eof.db", PMA_NAMESPACE="ns"), tmp_path)
+    code, stderr = server.close()
+    assert code == 0 and server.stdout == []
+    assert "namespace 'ns'" in stderr
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        ({"PMA_WEIGHTS": "1,1,1,1"}, "configuration error: score weights must sum to 1"),
+        ({"PMA_STORAGE": "postgres"}, "configuration error: PMA_STORAGE"),
+        ({"PMA_DB_PATH": "<file>/store.db"}, "cannot start: cannot create database file"),
+    ],
+)
+def test_startup_failure_is_one_clear_line_and_exit_1(
+    tmp_path: Path, extra: dict[str, str], needle: str
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    env = server_env(tmp_path / "ok.db")
+    env.update({k: v.replace("<file>", str(blocker)) for k, v in extra.items()})
+    done = subprocess.run([sys.executable, "-m", "pma_mcp"], env=env, cwd=tmp_path,
+                          input=b"", capture_output=True, timeout=DEADLINE, check=False)
+    assert done.returncode == 1
+    assert done.stdout == b""
+    err = done.stderr.decode()
+    assert needle in err.strip().splitlines()[-1]
+    assert "Traceback" not in err
+
+
+def test_on_a_terminal_it_prints_a_hint_to_stderr(tmp_path: Path) -> None:
+    controller, terminal = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pma_mcp"], cwd=tmp_path, env=server_env(tmp_path / "t.db"),
+            stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        os.write(controller, b"\x04")  # Ctrl-D: end of input on a terminal
+        out, err = proc.communicate(timeout=DEADLINE)
+    finally:
+        os.close(controller)
+        os.close(terminal)
+    assert proc.returncode == 0
+    assert out == b""
+    assert b"claude mcp add pma" in err and b"Waiting for a client" in err
