@@ -291,8 +291,8 @@ def gc_text(
         blocks.append(f"{d.action:<8} {d.memory_id[:8]}  {move}  score "
                       f"{number(d.breakdown.composite)}  {d.token_count:,} tokens")
         blocks.append(f"{'':<9}why: {d.reason}")
-        blocks.append(f"{'':<9}{clip(d.content_preview, 90)!r}")
-    blocks += ["", f"{summary}; {kept:,} kept unchanged"]
+        blocks.append(f"{'':<9}\"{clip(d.content_preview, 90)}\"")
+    blocks += ["", summary]
     return "\n".join(blocks)
 
 
