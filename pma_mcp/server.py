@@ -13,7 +13,6 @@ them); change them only with a deprecation path.
 """
 
 import functools
-import inspect
 import logging
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -286,7 +285,7 @@ def _tool(
             call,
             name=name,
             title=title,
-            description=inspect.cleandoc(fn.__doc__ or ""),
+            description=" ".join((fn.__doc__ or "").split()),  # one paragraph, unwrapped
             annotations=annotations,
         )
         return call
