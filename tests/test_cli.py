@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import pty
 import sqlite3
@@ -15,7 +16,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,15 +36,21 @@ HOUR = 3600.0
 
 
 @pytest.fixture
-def inline(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+def inline(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Give this process the subprocess tests' environment, so `cli_inline` can run
     variants of a command already covered by a subprocess test: scikit-learn, which gc and
-    inspect load, costs seconds in every fresh process."""
+    inspect load, costs seconds in every fresh process. The logging set-up `main` does is
+    undone afterwards (its handler holds this test's captured stderr)."""
     for key in [k for k in os.environ if k.startswith(("PMA_", "CLAUDE_"))]:
         monkeypatch.delenv(key)
     for key, value in env.items():
         if key.startswith("PMA_"):
             monkeypatch.setenv(key, value)
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 def cli_inline(capsys: pytest.CaptureFixture[str], *args: str, code: int = 0) -> str:
