@@ -108,6 +108,20 @@ MIGRATIONS: tuple[db.Migration, ...] = (
             "CREATE INDEX hook_injections_at ON hook_injections(at)",
         ),
     ),
+    db.Migration(
+        3,
+        "row count kept by triggers (count(*) scans; retrieval needs N on every query)",
+        (
+            "CREATE TABLE counters (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID",
+            "INSERT INTO counters (name, value) SELECT 'memories', count(*) FROM memories",
+            """CREATE TRIGGER memories_counted_in AFTER INSERT ON memories BEGIN
+                UPDATE counters SET value = value + 1 WHERE name = 'memories';
+            END""",
+            """CREATE TRIGGER memories_counted_out AFTER DELETE ON memories BEGIN
+                UPDATE counters SET value = value - 1 WHERE name = 'memories';
+            END""",
+        ),
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -116,6 +130,18 @@ _COLUMNS = (
     "access_count, created_at, accessed_at, metadata, session_id, content_hash, superseded_by"
 )
 _M_COLUMNS = ", ".join(f"m.{c.strip()}" for c in _COLUMNS.split(","))
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """Just what ranking needs, so only the memories that make the cut are loaded in full."""
+
+    seq: int
+    bm25: float
+    importance: float
+    created_at: float
+    access_count: int
+    session_id: str | None
 
 
 @dataclass(frozen=True)
@@ -376,34 +402,51 @@ class Repository:
         return [(words[int(doc)], str(term)) for term, doc in rows if 0 <= int(doc) < len(words)]
 
     async def term_stats(self, terms: Sequence[str]) -> TermStats:
-        """Documents in the index, and how many contain each (stemmed) term."""
-        async with self._conn.execute("SELECT count(*) FROM memories") as cur:
+        """Documents in the index, and how many contain each (stemmed) term.
+
+        One `term = ?` lookup per term: fts5vocab answers equality from its index, but an IN
+        list or a UNION of lookups makes it walk the whole vocabulary (~10 ms at 100k).
+        """
+        async with self._conn.execute(
+            "SELECT value FROM counters WHERE name = 'memories'"
+        ) as cur:
             row = await cur.fetchone()
         total = int(row[0]) if row else 0
         freq: dict[str, int] = {}
-        if terms:
+        for term in terms:
             async with self._conn.execute(
-                "SELECT term, doc FROM memory_fts_vocab "
-                f"WHERE term IN ({_placeholders(len(terms))})",
-                tuple(terms),
+                "SELECT doc FROM memory_fts_vocab WHERE term = ?", (term,)
             ) as cur:
-                for term, doc in await cur.fetchall():
-                    freq[str(term)] = int(doc)
+                row = await cur.fetchone()
+            freq[term] = int(row[0]) if row else 0
         return TermStats(total, freq)
 
-    async def lexical_candidates(
-        self, match: str, scope: Scope, limit: int
-    ) -> list[tuple[Memory, float]]:
-        """FTS5 matches within `scope`, best first, with the BM25 score (higher = better)."""
+    async def lexical_candidates(self, match: str, scope: Scope, limit: int) -> list[Candidate]:
+        """FTS5 matches within `scope`, best BM25 first (scores negated: higher = better).
+
+        CROSS JOIN pins the join order: without it the planner may scan `memories` and probe
+        the index per row (seconds at 100k) instead of walking the few FTS matches.
+        """
         where, params = _scope_sql(scope)
         sql = (
-            f"SELECT {_M_COLUMNS}, -bm25(memory_fts, 1.0, {LABELS_WEIGHT}) AS bm25 "
-            "FROM memory_fts JOIN memories m ON m.seq = memory_fts.rowid "
+            f"SELECT m.seq, -bm25(memory_fts, 1.0, {LABELS_WEIGHT}) AS bm25, m.importance, "
+            "m.created_at, m.access_count, m.session_id "
+            "FROM memory_fts CROSS JOIN memories m ON m.seq = memory_fts.rowid "
             f"WHERE memory_fts MATCH ? AND {where} ORDER BY bm25 DESC LIMIT ?"
         )
         async with self._conn.execute(sql, (match, *params, limit)) as cur:
             rows = await cur.fetchall()
-        return [(_memory(r), float(r["bm25"])) for r in rows]
+        return [Candidate(*r) for r in rows]
+
+    async def memories_by_seq(self, seqs: Sequence[int]) -> dict[int, Memory]:
+        if not seqs:
+            return {}
+        found = await self._fetch_all(
+            self._conn,
+            f"SELECT {_COLUMNS} FROM memories m WHERE seq IN ({_placeholders(len(seqs))})",
+            seqs,
+        )
+        return {m.seq: m for m in found}
 
     async def lexical_score(self, match: str, memory: Memory) -> float:
         """BM25 of one memory for `match` (0 when it does not match), as in lexical_candidates."""
@@ -424,20 +467,23 @@ class Repository:
 
     async def static_candidates(
         self, scope: Scope, limit: int, now: float, weights: Weights
-    ) -> list[Memory]:
+    ) -> list[Candidate]:
         """The `limit` best memories by the query-less composite (semantic = 0).
 
-        The expression mirrors `scoring.breakdown` only to order rows inside SQLite; callers
-        rescore the returned memories with scoring.py, which stays the source of truth.
+        The expression mirrors `scoring.score` only to order rows inside SQLite; callers
+        rescore the candidates with scoring.py, which stays the source of truth.
         """
         where, params = _scope_sql(scope)
         sql = (
-            f"SELECT {_M_COLUMNS} FROM memories m WHERE {where} ORDER BY "
+            "SELECT m.seq, 0.0, m.importance, m.created_at, m.access_count, m.session_id "
+            f"FROM memories m WHERE {where} ORDER BY "
             "(? * m.importance + ? * exp(-0.1 * max(0.0, (? - m.created_at) / 3600.0)) "
             "+ ? * min(ln(1 + m.access_count) / 10.0, 1.0)) DESC, m.seq DESC LIMIT ?"
         )
         args = (*params, weights.importance, weights.recency, now, weights.access, limit)
-        return await self._fetch_all(self._conn, sql, args)
+        async with self._conn.execute(sql, args) as cur:
+            rows = await cur.fetchall()
+        return [Candidate(*r) for r in rows]
 
     async def namespace_memories(
         self,

@@ -4,7 +4,9 @@ hook and the CLI.
 1. Scope in SQL (namespaces → memory_type → tags), as the seed filtered before ranking.
 2. Candidates from the persistent FTS5 index: the query is reduced to plain words (so no user
    text can be read as FTS syntax), stopwords dropped, each word quoted and OR-ed; Porter
-   stemming is the index tokenizer's. Best `CANDIDATES` by BM25.
+   stemming is the index tokenizer's. Terms so common that OR-ing them would make FTS5 score
+   thousands of rows are left out while rarer terms exist (`within_budget`). Best
+   `CANDIDATES` by BM25; only the final top-k are loaded in full.
 3. semantic_similarity ∈ [0, 1) from the BM25 score s of the memory:
 
        x = s / Σ_t idf(t)            (idf exactly as FTS5's bm25 computes it)
@@ -13,6 +15,8 @@ hook and the CLI.
    Σ idf(t) is the score of an "ideal" memory holding each query term once at average length,
    so x measures how much of the query's information a memory matches; the map is monotone
    (BM25's order is kept) and gives 0.9 to that ideal match, 0.68 to half of it.
+   Σ runs over every query term, searched or not, so leaving a common term out can only
+   lower a similarity, never inflate it.
 4. Composite per `scoring`, `min_score`, top-k; then one write counts the access.
 
 A query with no searchable words (empty, or only stopwords/punctuation) is a query-less
@@ -29,10 +33,12 @@ from dataclasses import dataclass
 from pma_mcp.config import Weights
 from pma_mcp.models import Memory, Scope, ScoredMemory
 from pma_mcp.repository import Repository, TermStats
-from pma_mcp.scoring import breakdown
+from pma_mcp.scoring import score
 
 CANDIDATES = 200
 """How many BM25 candidates are re-ranked by the composite score."""
+POSTINGS_BUDGET = 2_000
+"""Summed document counts of the terms one MATCH may OR together (see within_budget)."""
 MAX_QUERY_WORDS = 48
 FULL_MATCH_SIMILARITY = 0.9
 
@@ -94,7 +100,27 @@ class AnalysedQuery:
 
     match: str
     stems: tuple[str, ...]
+    searched: tuple[str, ...]
     ideal: float
+
+
+def within_budget(stems: Sequence[str], stats: TermStats) -> list[str]:
+    """The rarest stems whose documents add up to at most POSTINGS_BUDGET (at least one).
+
+    FTS5 scores every row a MATCH yields, so cost grows with the summed document counts of
+    the OR-ed terms. A term in thousands of memories carries little information (low idf)
+    but would dominate that cost; it is left out of the MATCH while rarer terms exist.
+    Small stores never reach the budget, so their ranking is exact BM25.
+    """
+    chosen: list[str] = []
+    total = 0
+    for stem in sorted(stems, key=lambda t: stats.doc_freq.get(t, 0)):
+        docs = stats.doc_freq.get(stem, 0)
+        if chosen and total + docs > POSTINGS_BUDGET:
+            break
+        chosen.append(stem)
+        total += docs
+    return [s for s in stems if s in chosen]
 
 
 async def analyse(repo: Repository, query: str) -> AnalysedQuery | None:
@@ -105,22 +131,13 @@ async def analyse(repo: Repository, query: str) -> AnalysedQuery | None:
     if not stems:
         return None
     stats = await repo.term_stats(list(stems))
+    searched = within_budget(list(stems), stats)
     return AnalysedQuery(
-        match=match_expression(list(dict.fromkeys(stems.values()))),
+        match=match_expression(list(dict.fromkeys(stems[s] for s in searched))),
         stems=tuple(stems),
+        searched=tuple(searched),
         ideal=ideal_score(list(stems), stats),
     )
-
-
-async def lexical(
-    repo: Repository, query: str, scope: Scope, candidates: int = CANDIDATES
-) -> list[tuple[Memory, float]] | None:
-    """(memory, semantic similarity) for the best lexical matches; None if no usable words."""
-    analysed = await analyse(repo, query)
-    if analysed is None:
-        return None
-    hits = await repo.lexical_candidates(analysed.match, scope, candidates)
-    return [(memory, similarity(score, analysed.ideal)) for memory, score in hits]
 
 
 async def similarity_of(repo: Repository, query: str, memory: Memory) -> float:
@@ -143,17 +160,24 @@ async def search(
     touch: bool = True,
 ) -> list[ScoredMemory]:
     """Rank memories in `scope` for `query`; count an access for what is returned if `touch`."""
-    matched = await lexical(repo, query, scope) if query else None
-    if matched is None:
+    analysed = await analyse(repo, query) if query else None
+    if analysed is not None:
+        pool = await repo.lexical_candidates(analysed.match, scope, CANDIDATES)
+        sims = [similarity(c.bm25, analysed.ideal) for c in pool]
+    else:
         pool = await repo.static_candidates(scope, max(limit * 4, 50), now, weights)
-        matched = [(memory, 0.0) for memory in pool]
-    scored = []
-    for memory, semantic in matched:
-        parts = breakdown(memory, now, weights, semantic)
+        sims = [0.0] * len(pool)
+    ranked = []
+    for candidate, semantic in zip(pool, sims, strict=True):
+        parts = score(candidate.importance, candidate.created_at, candidate.access_count,
+                      now, weights, semantic)
         if parts.composite >= min_score:
-            scored.append(ScoredMemory(memory=memory, score=parts.composite, breakdown=parts))
-    scored.sort(key=lambda r: (r.score, r.memory.seq), reverse=True)
-    results = scored[:limit]
+            ranked.append((parts, candidate.seq))
+    ranked.sort(key=lambda r: (r[0].composite, r[1]), reverse=True)
+    ranked = ranked[:limit]
+    loaded = await repo.memories_by_seq([seq for _, seq in ranked])
+    results = [ScoredMemory(memory=loaded[seq], score=parts.composite, breakdown=parts)
+               for parts, seq in ranked if seq in loaded]
     if touch and results:
         await repo.touch([r.memory for r in results], now, reason="recalled")
     return results

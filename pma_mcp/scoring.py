@@ -10,7 +10,6 @@ with the seed's weights 0.4 / 0.3 / 0.2 / 0.1 (configurable, validated to sum to
 from __future__ import annotations
 
 import math
-from datetime import datetime
 
 from pma_mcp.config import Weights
 from pma_mcp.models import Memory, ScoreBreakdown
@@ -29,26 +28,35 @@ def access_frequency(access_count: int) -> float:
     return min(math.log1p(max(access_count, 0)) / ACCESS_LOG_SCALE, 1.0)
 
 
-def age_hours(created_at: datetime, now: float) -> float:
-    return (now - created_at.timestamp()) / 3600.0
-
-
 def breakdown(
     memory: Memory, now: float, weights: Weights, semantic: float = 0.0
 ) -> ScoreBreakdown:
     """Score `memory` at time `now` (epoch seconds) for a query similarity in [0, 1]."""
-    age = age_hours(memory.created_at, now)
+    return score(memory.importance, memory.created_at.timestamp(), memory.access_count,
+                 now, weights, semantic)
+
+
+def score(
+    importance: float,
+    created_at: float,
+    access_count: int,
+    now: float,
+    weights: Weights,
+    semantic: float = 0.0,
+) -> ScoreBreakdown:
+    """The composite from raw fields, so candidates are ranked before they are loaded."""
+    age = (now - created_at) / 3600.0
     rec = recency(age)
-    acc = access_frequency(memory.access_count)
+    acc = access_frequency(access_count)
     composite = (
         weights.semantic * semantic
-        + weights.importance * memory.importance
+        + weights.importance * importance
         + weights.recency * rec
         + weights.access * acc
     )
     return ScoreBreakdown(
         semantic_similarity=semantic,
-        importance=memory.importance,
+        importance=importance,
         recency=rec,
         access_frequency=acc,
         composite=composite,

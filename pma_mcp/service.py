@@ -222,7 +222,7 @@ class MemoryService:
         floor = _unit("min_similarity", min_similarity)
         now = self._clock()
         ranked = await retrieval.search(
-            self.repo, text, scope, limit=retrieval.CANDIDATES,
+            self.repo, text, scope, limit=_pack_pool(budget),
             min_score=_unit("min_score", min_score), now=now,
             weights=self.settings.weights, touch=False,
         )
@@ -487,6 +487,11 @@ def _refuse_repeated_ids(memories: Sequence[Memory]) -> None:
                 f"repeats the id {memory.id} of record {first[memory.id]}",
             )
         first[memory.id] = number
+
+
+def _pack_pool(token_budget: int) -> int:
+    """How many ranked memories to consider for a budget (assumes ≥ 20 tokens per memory)."""
+    return max(10, min(retrieval.CANDIDATES, token_budget // 20))
 
 
 def _preview(text: str) -> str:

@@ -69,3 +69,21 @@ async def test_a_file_that_is_not_sqlite_is_a_storage_error(tmp_path: Path) -> N
     path.write_bytes(b"this is not a database" * 100)
     with pytest.raises(StorageError):
         await Repository.open(str(path))
+
+
+async def test_row_counter_follows_inserts_deletes_and_imports(tmp_path: Path) -> None:
+    from pma_mcp.budget import WordEstimate
+    from pma_mcp.config import Settings
+    from pma_mcp.service import MemoryService
+
+    settings = Settings(db_path=tmp_path / "c.db", namespace="ns")
+    async with await MemoryService.open(settings, counter=WordEstimate()) as svc:
+        ids = [(await svc.add(f"memory {i}")).memory.id for i in range(5)]
+        await svc.add("memory 0")  # a duplicate is not a new row
+        await svc.delete(ids[0])
+        doc = await svc.export()
+        for n, record in enumerate(doc["memories"]):
+            record["id"] = f"{n:032x}"
+        await svc.import_document(doc, namespace="other")
+        stats = await svc.repo.term_stats([])
+        assert stats.total_docs == await svc.repo.count() == 8

@@ -101,3 +101,28 @@ async def test_breakdown_is_truthful(service: MemoryService) -> None:
         + 0.1 * b.access_frequency)
     inspected = await service.inspect(result.memory.id, query="grafana latency")
     assert inspected.breakdown.semantic_similarity == pytest.approx(b.semantic_similarity)
+
+
+def test_common_terms_leave_the_match_only_while_rarer_ones_exist() -> None:
+    from pma_mcp.repository import TermStats
+
+    stats = TermStats(total_docs=100_000, doc_freq={"rare": 30, "mid": 1_500, "common": 40_000})
+    assert retrieval.within_budget(["common", "rare", "mid"], stats) == ["rare", "mid"]
+    assert retrieval.within_budget(["common"], stats) == ["common"]
+    small = TermStats(total_docs=500, doc_freq={"a": 400, "b": 300})
+    assert retrieval.within_budget(["a", "b"], small) == ["a", "b"]
+
+
+async def test_similarity_counts_every_query_term_even_when_one_is_not_searched(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await service.add("zebra crossing near the station")
+    for i in range(5):
+        await service.add(f"station announcement number {i}")
+    full = (await service.search("zebra station"))[0].breakdown.semantic_similarity
+    monkeypatch.setattr(retrieval, "POSTINGS_BUDGET", 1)
+    analysed = await retrieval.analyse(service.repo, "zebra station")
+    assert analysed is not None and analysed.searched == ("zebra",)
+    pruned = (await service.search("zebra station"))[0]
+    assert pruned.memory.content == "zebra crossing near the station"
+    assert pruned.breakdown.semantic_similarity < full
