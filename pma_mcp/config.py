@@ -52,6 +52,8 @@ class Settings:
     autosave: bool = True
     redact: bool = True
     autosave_gc_threshold: int = 80
+    hook_min_similarity: float = 0.45
+    """The prompt hook's relevance floor on semantic_similarity (see hooks.py)."""
 
     @property
     def database(self) -> str:
@@ -77,6 +79,7 @@ class Settings:
             autosave=_flag(env, "PMA_AUTOSAVE", default=True),
             redact=_flag(env, "PMA_REDACT", default=True),
             autosave_gc_threshold=_int(env, "PMA_GC_THRESHOLD", default=80),
+            hook_min_similarity=_unit(env, "PMA_HOOK_MIN_SIMILARITY", default=0.45),
         )
 
 
@@ -124,6 +127,19 @@ def _int(env: Mapping[str, str], key: str, *, default: int) -> int:
         raise ConfigError(f"{key} must be a whole number, got {raw!r}") from None
     if value < 0:
         raise ConfigError(f"{key} must not be negative, got {value}")
+    return value
+
+
+def _unit(env: Mapping[str, str], key: str, *, default: float) -> float:
+    raw = env.get(key, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{key} must be a number from 0 to 1, got {raw!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise ConfigError(f"{key} must be a number from 0 to 1, got {raw!r}")
     return value
 
 

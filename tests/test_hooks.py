@@ -1,0 +1,631 @@
+"""Claude Code hooks as Claude Code runs them: a fresh process, JSON on stdin, a real SQLite
+file and transcript JSONL on disk (shapes from INTEGRATION.md §1.2 and §2).
+
+The helpers here are shared by the other test_hooks_* modules.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pma_mcp import hooks
+from pma_mcp.budget import WordEstimate
+from pma_mcp.config import GLOBAL_NAMESPACE, Settings
+from pma_mcp.service import MemoryService
+
+REPO = Path(__file__).resolve().parents[1]
+PROJECT = "/home/dev/acme-api"
+SESSION = "7d3f2b10-5c6e-4e2a-8f41-9b0c1d2e3f40"
+REPLY = (
+    "The export timed out because retries were unbounded (export.retries = -1), so one failing "
+    "upload never ended. I capped them at 5 with jitter in config/jobs.toml and added a test."
+)
+
+
+# ------------------------------------------------------------------ helpers
+
+
+@dataclass
+class Hook:
+    """Runs `pma-mcp hook <event>` against one database, as Claude Code would."""
+
+    db: Path
+    env: dict[str, str]
+
+    def run(
+        self,
+        event: str,
+        payload: Mapping[str, Any] | bytes | str,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> subprocess.CompletedProcess[bytes]:
+        if isinstance(payload, bytes):
+            data = payload
+        elif isinstance(payload, str):
+            data = payload.encode()
+        else:
+            data = json.dumps(payload).encode()
+        return subprocess.run(
+            [sys.executable, "-m", "pma_mcp", "hook", event],
+            input=data, capture_output=True, env={**self.env, **(env or {})},
+            cwd=cwd or REPO, timeout=120, check=False,
+        )
+
+    def context(self, event: str, payload: Mapping[str, Any], **kw: Any) -> str | None:
+        """additionalContext of a context hook (None when it printed nothing)."""
+        proc = self.run(event, payload, **kw)
+        assert proc.returncode == 0, proc.stderr
+        if not proc.stdout.strip():
+            return None
+        out = json.loads(proc.stdout)
+        assert set(out) == {"hookSpecificOutput"}
+        inner = out["hookSpecificOutput"]
+        assert inner["hookEventName"] == {"user-prompt-submit": "UserPromptSubmit",
+                                          "session-start": "SessionStart"}[event]
+        text = inner["additionalContext"]
+        assert isinstance(text, str) and 0 < len(text) <= 10_000
+        return text
+
+    def rows(self, sql: str = "SELECT * FROM memories ORDER BY seq",
+             params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
+        if not self.db.exists():
+            return []
+        conn = sqlite3.connect(self.db)
+        conn.row_factory = sqlite3.Row
+        try:
+            return list(conn.execute(sql, params))
+        finally:
+            conn.close()
+
+
+def hook_env(db: Path, home: Path) -> dict[str, str]:
+    """The parent environment minus every PMA_/CLAUDE_ setting, pointed at `db`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PMA_", "CLAUDE_"))}
+    env.update({"PMA_DB_PATH": str(db), "HOME": str(home), "TIKTOKEN_CACHE_DIR": ""})
+    return env
+
+
+def assert_quiet(proc: subprocess.CompletedProcess[bytes]) -> None:
+    """Exit 0, nothing on stdout, at most one line on stderr."""
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b""
+    assert len(proc.stderr.decode(errors="replace").strip().splitlines()) <= 1, proc.stderr
+
+
+class Transcript:
+    """Transcript JSONL with the line types of a real session (INTEGRATION.md §2)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lines: list[str] = []
+        self.n = 0
+        self.parent: str | None = None
+
+    def _line(self, kind: str, **fields: Any) -> str:
+        self.n += 1
+        uuid = f"11111111-2222-4333-8444-{self.n:012d}"
+        entry = {"parentUuid": self.parent, "isSidechain": False, "userType": "external",
+                 "cwd": PROJECT, "sessionId": SESSION, "version": "2.1.250",
+                 "gitBranch": "main", "type": kind, "uuid": uuid,
+                 "timestamp": f"2026-09-14T08:30:{self.n % 60:02d}.000Z", **fields}
+        self.parent = uuid
+        self.lines.append(json.dumps(entry))
+        return uuid
+
+    def noise(self) -> Transcript:
+        self.lines.append(json.dumps({"type": "file-history-snapshot", "messageId": "m",
+                                      "snapshot": {"trackedFileBackups": {}},
+                                      "isSnapshotUpdate": False}))
+        self._line("progress", data={"type": "hook_progress", "hookEvent": "SessionStart"})
+        self.lines.append(json.dumps({"type": "some-future-line-type", "payload": [1, 2]}))
+        return self
+
+    def prompt(self, text: str) -> str:
+        return self._line("user", message={"role": "user", "content": text},
+                          permissionMode="default")
+
+    def reply(self, text: str, *, with_tool: bool = True, interim: str = "") -> None:
+        msg = {"model": "claude-sonnet-4-5", "id": f"msg_{self.n}", "type": "message",
+               "role": "assistant", "stop_reason": None, "usage": {"output_tokens": 9}}
+        self._line("assistant", message={**msg, "content": [
+            {"type": "thinking", "thinking": "check the config", "signature": "c2ln"}]})
+        if interim:
+            self._line("assistant", message={**msg, "content": [
+                {"type": "text", "text": interim}]})
+        if with_tool:
+            self._line("assistant", message={**msg, "content": [
+                {"type": "tool_use", "id": f"toolu_{self.n}", "name": "Bash",
+                 "input": {"command": "grep -n export config/jobs.toml"}}]})
+            self._line("user", message={"role": "user", "content": [
+                {"tool_use_id": f"toolu_{self.n - 1}", "type": "tool_result",
+                 "content": "13:export.retries = -1", "is_error": False}]},
+                toolUseResult={"stdout": "13:export.retries = -1", "stderr": ""})
+        self._line("assistant", message={**msg, "id": f"msg_{self.n}b",
+                                         "content": [{"type": "text", "text": text}]})
+
+    def exchange(self, prompt: str, reply: str) -> str:
+        uuid = self.prompt(prompt)
+        self.reply(reply)
+        return uuid
+
+    def write(self, *, partial_tail: bool = False) -> Path:
+        text = "\n".join(self.lines) + "\n"
+        if partial_tail:
+            text += '{"parentUuid":"x","isSidechain":false,"type":"assis'
+        self.path.write_text(text)
+        return self.path
+
+
+def stop_input(transcript: Path | str, message: str = REPLY, **extra: Any) -> dict[str, Any]:
+    return {"session_id": SESSION, "transcript_path": str(transcript), "cwd": PROJECT,
+            "permission_mode": "default", "hook_event_name": "Stop", "stop_hook_active": False,
+            "last_assistant_message": message, "background_tasks": [], "session_crons": [],
+            **extra}
+
+
+def prompt_input(prompt: str, session: str = SESSION, cwd: str = PROJECT) -> dict[str, Any]:
+    return {"session_id": session, "transcript_path": f"/tmp/{session}.jsonl", "cwd": cwd,
+            "permission_mode": "default", "hook_event_name": "UserPromptSubmit",
+            "prompt": prompt, "prompt_id": "p-1"}
+
+
+BACKGROUND = [
+    "Set up the Python virtualenv with uv sync before running anything.",
+    "The login page shows a spinner forever when the OAuth callback fails.",
+    "We moved the docs site from Sphinx to MkDocs Material.",
+    "Use the staging database for load tests, never production.",
+    "Sentry alerts for the payments service go to the on-call rotation.",
+    "The CSV importer chokes on Windows line endings; normalise them first.",
+    "Dark mode colours live in theme.css under the :root selector.",
+    "The mobile app caches the feature flags for one hour.",
+    "Renamed the invoices table to billing_invoices in migration 0042.",
+    "Webpack was replaced by Vite; the dev server starts in under a second.",
+    "Redis is only used for rate limiting and session storage.",
+    "Our REST API versioning uses a v2 prefix in the URL path.",
+    "The nightly backup writes to the S3 bucket acme-backups in eu-west-1.",
+    "Type checking runs with mypy in strict mode in CI.",
+    "The search page debounces keystrokes by 300 milliseconds.",
+    "Customer emails are rendered with MJML templates.",
+    "The GraphQL gateway batches resolver calls with DataLoader.",
+    "Password reset links expire after 30 minutes.",
+    "The admin dashboard requires the staff role.",
+    "Release notes are generated from conventional commit messages.",
+]
+"""Another project's memories: they make term statistics realistic (a word in every memory
+of a five-memory store has no weight) and must never show up in this project's context."""
+
+
+async def seed(
+    db: Path, items: list[tuple[str, dict[str, Any]]], *, background: bool = True
+) -> list[str]:
+    """Store memories through the service (real clock: the hooks use wall time)."""
+    settings = Settings(db_path=db, namespace=PROJECT)
+    async with await MemoryService.open(
+        settings, counter=WordEstimate(), merge_near_duplicates=False
+    ) as service:
+        if background:
+            for text in BACKGROUND:
+                await service.add(text, namespace="/home/dev/other-project")
+        return [(await service.add(content, **kw)).memory.id for content, kw in items]
+
+
+def make_hook(tmp_path: Path) -> Hook:
+    db = tmp_path / "store.db"
+    return Hook(db=db, env=hook_env(db, tmp_path))
+
+
+@pytest.fixture
+def hook(tmp_path: Path) -> Hook:
+    return make_hook(tmp_path)
+
+
+@pytest.fixture
+def transcript(tmp_path: Path) -> Transcript:
+    return Transcript(tmp_path / f"{SESSION}.jsonl")
+
+
+# --------------------------------------------------------------------- stop
+
+
+def test_stop_saves_the_last_exchange_and_prints_nothing(
+    hook: Hook, transcript: Transcript
+) -> None:
+    transcript.noise()
+    transcript.exchange("How do I run the tests?", "Run `uv run pytest` from the root. " * 5)
+    uuid = transcript.prompt("Why does the nightly export job time out?")
+    transcript.reply("Looking at the job settings first.")
+    path = transcript.write(partial_tail=True)  # the final reply is not in the file yet
+
+    assert_quiet(hook.run("stop", stop_input(path)))
+
+    (row,) = hook.rows()
+    assert row["content"] == f"User: Why does the nightly export job time out?\nAssistant: {REPLY}"
+    assert (row["namespace"], row["memory_type"], row["session_id"]) == (
+        PROJECT, "episodic", SESSION)
+    assert json.loads(row["tags"]) == ["session", "auto-saved"]
+    assert json.loads(row["metadata"]) == {"source": "hook:stop", "prompt_uuid": uuid}
+    # 0.5 + 0.1 ("failing": a problem) + 0.1 ("never": rule-style wording)
+    assert row["importance"] == hooks.importance_of(row["content"]) == 0.7
+
+
+def test_stop_without_a_transcript_saves_the_reply_alone(hook: Hook, tmp_path: Path) -> None:
+    assert_quiet(hook.run("stop", stop_input(tmp_path / "not-written-yet.jsonl")))
+    (row,) = hook.rows()
+    assert row["content"] == f"Assistant: {REPLY}"
+
+
+def test_stop_skips_short_replies(hook: Hook, transcript: Transcript) -> None:
+    path = transcript.write()
+    assert_quiet(hook.run("stop", stop_input(path, "Done — tests pass.")))
+    assert_quiet(hook.run("stop", stop_input(path, "x" * 119)))
+    assert hook.rows() == []
+
+
+def test_stop_does_not_count_or_reinforce_an_exact_duplicate(
+    hook: Hook, transcript: Transcript
+) -> None:
+    transcript.exchange("Why does the nightly export job time out?", REPLY)
+    path = transcript.write()
+    for _ in range(3):
+        assert_quiet(hook.run("stop", stop_input(path)))
+    (row,) = hook.rows()
+    assert row["access_count"] == 0
+    events = hook.rows("SELECT event FROM lineage WHERE memory_id = ?", (row["id"],))
+    assert [e["event"] for e in events] == ["created"]
+
+
+def test_stop_strips_private_blocks(hook: Hook, transcript: Transcript) -> None:
+    transcript.prompt("Deploy it <private>my home address is 12 Elm St</private> please")
+    path = transcript.write()
+    reply = REPLY + " <private>The staging box is under my desk.</private> Nothing else changed."
+    assert_quiet(hook.run("stop", stop_input(path, reply)))
+    (row,) = hook.rows()
+    assert "Elm St" not in row["content"] and "under my desk" not in row["content"]
+    assert "Nothing else changed." in row["content"] and "Deploy it" in row["content"]
+
+
+def test_stop_with_only_private_content_saves_nothing(hook: Hook, tmp_path: Path) -> None:
+    message = f"<private>{REPLY}</private> ok"
+    assert_quiet(hook.run("stop", stop_input(tmp_path / "t.jsonl", message)))
+    assert hook.rows() == []
+
+
+def test_autosave_off_writes_nothing(hook: Hook, transcript: Transcript) -> None:
+    transcript.exchange("Why does the nightly export job time out?", REPLY)
+    path = transcript.write()
+    for event, payload in (("stop", stop_input(path)),
+                           ("pre-compact", {"session_id": SESSION, "transcript_path": str(path),
+                                            "cwd": PROJECT, "trigger": "manual"})):
+        assert_quiet(hook.run(event, payload, env={"PMA_AUTOSAVE": "0"}))
+    assert not hook.db.exists()
+
+
+def test_stop_runs_a_bounded_gc_share_past_the_threshold(hook: Hook, tmp_path: Path) -> None:
+    stale = [(f"Note {i}: the billing cron ran on shard {i}.", {"importance": 0.0,
+                                                               "memory_type": "working"})
+             for i in range(85)]
+    import asyncio
+
+    ids = asyncio.run(seed(hook.db, stale, background=False))
+    conn = sqlite3.connect(hook.db)
+    with conn:  # make them 30 days old and idle: the GC archives them
+        conn.execute("UPDATE memories SET created_at = created_at - 2592000, "
+                     "accessed_at = accessed_at - 2592000")
+    conn.close()
+
+    assert_quiet(hook.run("stop", stop_input(tmp_path / "none.jsonl")))
+
+    tiers = {r["id"]: r["memory_type"] for r in hook.rows()}
+    assert len(tiers) == 86
+    assert sum(tiers[i] != "working" for i in ids) == 85  # every stale memory moved down
+    gc_events = hook.rows("SELECT count(*) AS n FROM lineage WHERE event IN "
+                          "('demote', 'archive', 'delete')")
+    assert gc_events[0]["n"] >= 85
+
+
+def test_stop_gc_share_looks_at_no_more_than_its_bound(
+    hook: Hook, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    stale = [(f"Old note {i} about shard {i}.", {"importance": 0.0, "memory_type": "working"})
+             for i in range(hooks.GC_SHARE + 40)]
+    asyncio.run(seed(hook.db, stale, background=False))
+    conn = sqlite3.connect(hook.db)
+    with conn:
+        conn.execute("UPDATE memories SET created_at = created_at - 2592000, "
+                     "accessed_at = accessed_at - 2592000")
+    conn.close()
+    assert_quiet(hook.run("stop", stop_input(tmp_path / "none.jsonl")))
+    changed = hook.rows("SELECT count(DISTINCT memory_id) AS n FROM lineage "
+                        "WHERE event IN ('demote', 'archive', 'delete')")
+    assert 0 < changed[0]["n"] <= hooks.GC_SHARE
+
+
+# --------------------------------------------------------------- pre-compact
+
+
+def test_pre_compact_catches_up_every_exchange_once(hook: Hook, transcript: Transcript) -> None:
+    answers = [f"{REPLY} Variant {i} of the answer, about shard {i}." for i in range(3)]
+    transcript.noise()
+    transcript.exchange("Question 0 about the export job?", answers[0])
+    transcript.prompt("Question 1 about the export job?")
+    transcript.reply(answers[1], interim="Let me look at the job settings.")
+    # The Stop hook saved exchange 1 from its final message (the transcript also holds the
+    # interim text, so only the prompt's uuid tells that it is the same exchange).
+    assert_quiet(hook.run("stop", stop_input(transcript.write(), answers[1])))
+    transcript.exchange("Question 2 about the export job?", answers[2])
+    transcript.prompt("<command-name>/compact</command-name>")
+    path = transcript.write(partial_tail=True)
+
+    payload = {"session_id": SESSION, "transcript_path": str(path), "cwd": PROJECT,
+               "hook_event_name": "PreCompact", "trigger": "manual", "custom_instructions": ""}
+    for _ in range(2):
+        assert_quiet(hook.run("pre-compact", payload))
+
+    rows = hook.rows()
+    assert sorted(r["content"].split("\n")[0] for r in rows) == [
+        f"User: Question {i} about the export job?" for i in range(3)]
+    assert [json.loads(r["metadata"])["source"] for r in rows] == [
+        "hook:stop", "hook:pre-compact", "hook:pre-compact"]
+    assert all(r["access_count"] == 0 for r in rows)
+
+
+def test_auto_compaction_leaves_the_running_exchange_to_stop(
+    hook: Hook, transcript: Transcript
+) -> None:
+    transcript.exchange("First question about the export job?", REPLY)
+    transcript.exchange("Second question, still running?", REPLY + " More to come.")
+    path = transcript.write()
+    payload = {"session_id": SESSION, "transcript_path": str(path), "cwd": PROJECT,
+               "hook_event_name": "PreCompact", "trigger": "auto", "custom_instructions": ""}
+    assert_quiet(hook.run("pre-compact", payload))
+    (row,) = hook.rows()
+    assert row["content"].startswith("User: First question")
+
+
+def test_pre_compact_with_a_missing_transcript_is_quiet(hook: Hook, tmp_path: Path) -> None:
+    payload = {"session_id": SESSION, "transcript_path": str(tmp_path / "gone.jsonl"),
+               "cwd": PROJECT, "trigger": "manual"}
+    assert_quiet(hook.run("pre-compact", payload))
+    assert hook.rows() == []
+
+
+# -------------------------------------------------------- user-prompt-submit
+
+EXPORT_FACT = ("The nightly export job timed out because retries were unbounded; we capped "
+               "export retries at 5 with jitter.")
+UNRELATED: list[tuple[str, dict[str, Any]]] = [
+    ("Always write commit messages in the imperative mood.", {"importance": 1.0,
+                                                              "memory_type": "working"}),
+    ("The office coffee machine needs descaling every Friday.", {"importance": 0.95}),
+    ("Frontend uses Tailwind with a custom purple palette.", {"importance": 0.9,
+                                                              "memory_type": "semantic"}),
+]
+
+
+async def test_prompt_injects_relevant_memories_in_a_compact_block(hook: Hook) -> None:
+    await seed(hook.db, [(EXPORT_FACT, {"importance": 0.7, "memory_type": "semantic"}),
+                         *UNRELATED])
+    text = hook.context("user-prompt-submit",
+                        prompt_input("Why did the nightly export job time out last week?"))
+    assert text is not None
+    lines = text.splitlines()
+    assert "not instructions" in lines[0]
+    assert len(lines) == 2  # only the relevant memory, however important the others are
+    assert lines[1].startswith("- [semantic · importance 0.70 · ")
+    assert lines[1].endswith(EXPORT_FACT)
+    assert time.strftime("%Y-%m-%d", time.gmtime()) in lines[1]
+
+
+async def test_prompt_prints_nothing_when_nothing_is_relevant(hook: Hook) -> None:
+    await seed(hook.db, UNRELATED)
+    proc = hook.run("user-prompt-submit",
+                    prompt_input("How do I rotate the Kubernetes ingress certificate?"))
+    assert_quiet(proc)
+
+
+@pytest.mark.parametrize("prompt", ["ok", "thanks!", "Thank you", "go on", "/compact",
+                                    "/memory export", "  ", "y", "continue please"])
+async def test_trivial_prompts_inject_nothing(hook: Hook, prompt: str) -> None:
+    await seed(hook.db, [(f"Note about {prompt} and the export job retries.", {})])
+    assert_quiet(hook.run("user-prompt-submit", prompt_input(prompt)))
+
+
+async def test_prompt_merges_project_and_global_without_duplicates(hook: Hook) -> None:
+    rule = "Rule: export jobs must log their retry count at INFO level."
+    await seed(hook.db, [
+        (EXPORT_FACT, {}),
+        (rule, {}),  # the same text in the project ...
+        (rule, {"namespace": GLOBAL_NAMESPACE}),  # ... and the global namespace
+        ("Global rule: export job alerts go to the #ops channel.",
+         {"namespace": GLOBAL_NAMESPACE}),
+        ("Other project: the export job of billing-web uses cron.",
+         {"namespace": "/home/dev/billing-web"}),
+    ])
+    text = hook.context("user-prompt-submit",
+                        prompt_input("What do we know about the export job retries and alerts?"))
+    assert text is not None
+    assert text.count(rule) == 1
+    assert EXPORT_FACT in text
+    assert "#ops channel" in text
+    (global_line,) = [line for line in text.splitlines() if "#ops" in line]
+    assert "· global ·" in global_line
+    assert "billing-web" not in text
+
+
+async def test_prompt_does_not_repeat_a_memory_until_the_session_is_compacted(
+    hook: Hook
+) -> None:
+    # Session start fills its 2,000 tokens exactly with important notes (WordEstimate: 192
+    # words → 250 tokens), so the export fact only ever reaches the context through prompts.
+    filler = [(f"Onboarding note {i}: " + " ".join(["welcome"] * 189), {"importance": 1.0})
+              for i in range(8)]
+    await seed(hook.db, [(EXPORT_FACT, {"importance": 0.0}), *filler])
+    ask = prompt_input("Why did the nightly export job time out?")
+    assert EXPORT_FACT in (hook.context("user-prompt-submit", ask) or "")
+    assert_quiet(hook.run("user-prompt-submit", ask))
+    assert_quiet(hook.run("user-prompt-submit",
+                          prompt_input("Remind me why the export job timed out")))
+    # Another session has its own record.
+    assert hook.context("user-prompt-submit", prompt_input(ask["prompt"], session="s-2"))
+    # A resumed session keeps its record; a compacted or cleared one starts afresh.
+    start = {"session_id": SESSION, "transcript_path": "/tmp/x.jsonl", "cwd": PROJECT,
+             "hook_event_name": "SessionStart"}
+    assert EXPORT_FACT not in (hook.context("session-start", {**start, "source": "resume"})
+                               or "")
+    assert_quiet(hook.run("user-prompt-submit", ask))
+    for source in ("compact", "clear"):
+        loaded = hook.context("session-start", {**start, "source": source})
+        assert loaded is not None and EXPORT_FACT not in loaded
+        assert EXPORT_FACT in (hook.context("user-prompt-submit", ask) or "")
+        assert_quiet(hook.run("user-prompt-submit", ask))
+
+
+async def test_prompt_counts_an_access_for_what_it_injected(hook: Hook) -> None:
+    (fact_id,) = await seed(hook.db, [(EXPORT_FACT, {})])
+    hook.context("user-prompt-submit", prompt_input("Why did the nightly export time out?"))
+    (row,) = hook.rows("SELECT access_count FROM memories WHERE id = ?", (fact_id,))
+    assert row["access_count"] == 1
+    (rec,) = hook.rows("SELECT session_id, memory_id FROM hook_injections")
+    assert (rec["session_id"], rec["memory_id"]) == (SESSION, fact_id)
+
+
+async def test_prompt_context_stays_under_the_output_cap(hook: Hook) -> None:
+    filler = " ".join(f"word{i}" for i in range(400))
+    await seed(hook.db, [(f"Export job note {i}: {filler}", {"namespace": ns})
+                         for i in range(30) for ns in (PROJECT, GLOBAL_NAMESPACE)])
+    text = hook.context("user-prompt-submit", prompt_input("export job note word1 word2"))
+    assert text is not None and len(text) <= 10_000
+
+
+async def test_a_huge_prompt_is_cut_before_querying(hook: Hook) -> None:
+    await seed(hook.db, [(EXPORT_FACT, {})])
+    prompt = "Why did the nightly export job time out? " + "export job timed out; " * 250_000
+    assert len(prompt) > 5_000_000
+    assert hook.context("user-prompt-submit", prompt_input(prompt)) is not None
+
+
+def test_prompt_with_no_database_creates_none(hook: Hook) -> None:
+    assert_quiet(hook.run("user-prompt-submit", prompt_input("Why does the export time out?")))
+    assert not hook.db.exists()
+
+
+# ------------------------------------------------------------- session-start
+
+
+async def test_session_start_loads_project_context(hook: Hook) -> None:
+    await seed(hook.db, [
+        ("Architecture: the API is FastAPI behind nginx; jobs run on Celery.",
+         {"importance": 0.9, "memory_type": "semantic"}),
+        ("Global: prefer small commits.", {"namespace": GLOBAL_NAMESPACE, "importance": 0.8}),
+        ("Other project memory.", {"namespace": "/home/dev/other"}),
+    ])
+    payload = {"session_id": SESSION, "transcript_path": "/tmp/x.jsonl", "cwd": PROJECT,
+               "hook_event_name": "SessionStart", "source": "startup", "model": "claude"}
+    text = hook.context("session-start", payload)
+    assert text is not None
+    assert "FastAPI behind nginx" in text and "prefer small commits" in text
+    assert "Other project" not in text
+    # What session start loaded is not injected again by the prompt hook.
+    assert_quiet(hook.run("user-prompt-submit",
+                          prompt_input("Is the API FastAPI behind nginx with Celery jobs?")))
+
+
+def test_session_start_on_an_empty_or_missing_store_prints_nothing(hook: Hook) -> None:
+    payload = {"session_id": SESSION, "cwd": PROJECT, "source": "startup"}
+    assert_quiet(hook.run("session-start", payload))
+    assert not hook.db.exists()
+
+
+# ----------------------------------------------------------- launcher, config
+
+
+def test_launcher_script_runs_from_a_checkout(hook: Hook, tmp_path: Path) -> None:
+    script = REPO / "hooks" / "pma-hook"
+    assert os.access(script, os.X_OK)
+    proc = subprocess.run([str(script), "stop"], input=json.dumps(
+        stop_input(tmp_path / "none.jsonl")).encode(), capture_output=True,
+        env=hook.env, cwd=tmp_path, timeout=120, check=False)
+    assert_quiet(proc)
+    assert len(hook.rows()) == 1
+
+
+def test_launcher_fails_open_when_python_cannot_start(tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "PMA_PYTHON": str(tmp_path / "no-python")}
+    proc = subprocess.run([str(REPO / "hooks" / "pma-hook"), "user-prompt-submit"],
+                          input=b'{"prompt": "hi there friend"}', capture_output=True,
+                          env=env, timeout=60, check=False)
+    assert proc.returncode == 0 and proc.stdout == b""
+
+
+def hook_config() -> Iterator[tuple[str, dict[str, Any]]]:
+    config = json.loads((REPO / "hooks" / "hooks.json").read_text())
+    for event, groups in config["hooks"].items():
+        for group in groups:
+            for handler in group["hooks"]:
+                yield event, handler
+
+
+def test_hooks_json_wires_every_event_to_its_command() -> None:
+    wired = {event: handler["command"] for event, handler in hook_config()}
+    assert set(wired) == {"SessionStart", "UserPromptSubmit", "Stop", "PreCompact"}
+    for event, command in wired.items():
+        assert "pma-mcp hook" in command or "pma-hook" in command
+        assert hooks._event_name(event) in command
+    for _, handler in hook_config():
+        assert handler["type"] == "command" and handler["timeout"] <= 60
+
+
+def test_plugin_manifest_bundles_the_server_and_relies_on_the_standard_hooks_file() -> None:
+    manifest = json.loads((REPO / ".claude-plugin" / "plugin.json").read_text())
+    assert manifest["name"] == "pma"
+    assert "hooks" not in manifest  # hooks/hooks.json is loaded automatically; naming it fails
+    server = manifest["mcpServers"]["pma"]
+    assert server["command"] and "pma-mcp" in " ".join([server["command"], *server["args"]])
+
+
+# ------------------------------------------------------------------ pure parts
+
+
+@pytest.mark.parametrize(("prompt", "expected"), [
+    ("ok", None), ("Thanks!", None), ("/clear", None), ("<command-name>/x</command-name>", None),
+    ("sure, go ahead", None), ("refactor", None),
+    ("fix the flaky export test", "fix the flaky export test"),
+    ("Why?", None), ("  why does export hang  ", "why does export hang"),
+])
+def test_prompt_query(prompt: str, expected: str | None) -> None:
+    assert hooks.prompt_query(prompt) == expected
+
+
+def test_prompt_query_keeps_head_and_tail_of_a_huge_prompt() -> None:
+    query = hooks.prompt_query("START " + "x " * 100_000 + " END")
+    assert query is not None and len(query) <= hooks.MAX_QUERY_CHARS
+    assert query.startswith("START") and query.endswith("END")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("We renamed the variable.", 0.5),
+    ("We decided to use SQLite.", 0.65),
+    ("Fixed the bug in the parser.", 0.6),
+    ("Always run ruff; we decided this after a bug. " + "x" * 2_100, 0.85),
+])
+def test_importance_heuristic(text: str, expected: float) -> None:
+    assert hooks.importance_of(text) == expected
+
+
+@pytest.mark.parametrize("name", ["user-prompt-submit", "UserPromptSubmit",
+                                  "user_prompt_submit"])
+def test_event_aliases(name: str) -> None:
+    assert hooks._event_name(name) == "user-prompt-submit"
