@@ -158,8 +158,13 @@ async def search(
     weights: Weights,
     min_score: float = 0.0,
     touch: bool = True,
+    min_similarity: float = 0.0,
 ) -> list[ScoredMemory]:
-    """Rank memories in `scope` for `query`; count an access for what is returned if `touch`."""
+    """Rank memories in `scope` for `query`; count an access for what is returned if `touch`.
+
+    `min_similarity` drops candidates below that semantic_similarity before the top-k cut,
+    so a relevance floor never leaves the caller with fewer results than it could have.
+    """
     analysed = await analyse(repo, query) if query else None
     if analysed is not None:
         pool = await repo.lexical_candidates(analysed.match, scope, CANDIDATES)
@@ -171,7 +176,7 @@ async def search(
     for candidate, semantic in zip(pool, sims, strict=True):
         parts = score(candidate.importance, candidate.created_at, candidate.access_count,
                       now, weights, semantic)
-        if parts.composite >= min_score:
+        if parts.composite >= min_score and semantic >= min_similarity:
             ranked.append((parts, candidate.seq))
     ranked.sort(key=lambda r: (r[0].composite, r[1]), reverse=True)
     ranked = ranked[:limit]

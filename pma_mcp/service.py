@@ -9,7 +9,6 @@ inside those namespaces only.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -148,7 +147,7 @@ class MemoryService:
             old = await self._resolve(new.supersedes, self._visible(new.namespace), "supersedes")
         now = self._clock()
         memory = Memory(
-            id=uuid.uuid4().hex,
+            id=_new_id(),
             namespace=new.namespace,
             content=new.content,
             memory_type=new.memory_type,
@@ -221,16 +220,15 @@ class MemoryService:
         scope = self._scope(namespace, include_global, None, None)
         floor = _unit("min_similarity", min_similarity)
         now = self._clock()
+        # Excluded memories can take at most len(exclude_ids) places of the pool.
+        pool = min(retrieval.CANDIDATES, _pack_pool(budget) + len(exclude_ids))
         ranked = await retrieval.search(
-            self.repo, text, scope, limit=_pack_pool(budget),
+            self.repo, text, scope, limit=pool,
             min_score=_unit("min_score", min_score), now=now,
-            weights=self.settings.weights, touch=False,
+            weights=self.settings.weights, touch=False, min_similarity=floor,
         )
-        if floor > 0.0 or exclude_ids:
-            ranked = [
-                r for r in ranked
-                if r.breakdown.semantic_similarity >= floor and r.memory.id not in exclude_ids
-            ]
+        if exclude_ids:
+            ranked = [r for r in ranked if r.memory.id not in exclude_ids]
         packed = pack(ranked, budget)
         if touch and packed.memories:
             await self.repo.touch([r.memory for r in packed.memories], now, reason="in context")
@@ -487,6 +485,13 @@ def _refuse_repeated_ids(memories: Sequence[Memory]) -> None:
                 f"repeats the id {memory.id} of record {first[memory.id]}",
             )
         first[memory.id] = number
+
+
+def _new_id() -> str:
+    """A uuid4 hex id; `uuid` is imported here because it costs a hook that only reads ~5 ms."""
+    import uuid
+
+    return uuid.uuid4().hex
 
 
 def _pack_pool(token_budget: int) -> int:

@@ -629,3 +629,20 @@ def test_importance_heuristic(text: str, expected: float) -> None:
                                   "user_prompt_submit"])
 def test_event_aliases(name: str) -> None:
     assert hooks._event_name(name) == "user-prompt-submit"
+
+
+async def test_context_floor_and_exclusions_apply_before_the_pool_is_cut(
+    service: MemoryService,
+) -> None:
+    """The prompt hook's filters must not starve it: excluded or below-floor memories never
+    take the places of eligible ones (in-process, on the service the hook calls)."""
+    strong = [(await service.add(f"Export job retry note {i}: capped at {i}.",
+                                 importance=1.0)).memory.id for i in range(80)]
+    for i in range(60):  # important, recent, but unrelated
+        await service.add(f"Coffee machine descaling reminder {i}.", importance=1.0)
+    seen = set(strong[:70])
+    pack = await service.get_context("export job retry", token_budget=1_400,
+                                      min_similarity=0.45, exclude_ids=seen, touch=False)
+    got = {r.memory.id for r in pack.memories}
+    assert got == set(strong[70:])
+    assert all(r.breakdown.semantic_similarity >= 0.45 for r in pack.memories)
