@@ -157,4 +157,7 @@ def _weights_from_env(env: Mapping[str, str]) -> Weights:
         values = [float(p) for p in parts]
     except ValueError:
         raise ConfigError(f"PMA_WEIGHTS must hold numbers, got {raw!r}") from None
-    return Weights(*values)
+    try:
+        return Weights(*values)
+    except ConfigError as exc:
+        raise ConfigError(f"PMA_WEIGHTS: {exc}") from None
