@@ -75,7 +75,7 @@ def test_weights_must_sum_to_one_and_lie_in_unit_interval(
 def test_weights_from_environment() -> None:
     settings = Settings.from_env({"PMA_WEIGHTS": "0.25,0.25,0.25,0.25"})
     assert settings.weights == Weights(0.25, 0.25, 0.25, 0.25)
-    with pytest.raises(ConfigError, match="PMA_WEIGHTS: .*sum to 1"):
+    with pytest.raises(ConfigError, match=r"PMA_WEIGHTS: .*sum to 1"):
         Settings.from_env({"PMA_WEIGHTS": "0.5,0.5,0.5,0.5"})
     with pytest.raises(ConfigError, match="four"):
         Settings.from_env({"PMA_WEIGHTS": "1"})
