@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import math
 import os
-import tempfile
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -61,6 +60,8 @@ def cl100k_cache_file() -> Path | None:
         if var in os.environ:
             value = os.environ[var]
             return Path(value) / CL100K_CACHE_NAME if value else None
+    import tempfile  # here, not at the top: ~5 ms a prompt hook would pay for nothing
+
     return Path(tempfile.gettempdir()) / "data-gym-cache" / CL100K_CACHE_NAME
 
 

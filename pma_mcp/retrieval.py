@@ -116,8 +116,8 @@ def within_budget(stems: Sequence[str], stats: TermStats) -> list[str]:
     total = 0
     for stem in sorted(stems, key=lambda t: stats.doc_freq.get(t, 0)):
         docs = stats.doc_freq.get(stem, 0)
-        if chosen and total + docs > POSTINGS_BUDGET:
-            break
+        if total and total + docs > POSTINGS_BUDGET:
+            break  # `total`, not `chosen`: a term in no memory matches nothing
         chosen.append(stem)
         total += docs
     return [s for s in stems if s in chosen]

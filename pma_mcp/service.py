@@ -14,7 +14,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from pma_mcp import collector, graph, retrieval, seeding, transfer, validation
+from pma_mcp import collector, graph, retrieval, transfer, validation
 from pma_mcp.budget import TokenCounter, default_counter, pack
 from pma_mcp.config import GLOBAL_NAMESPACE, Settings
 from pma_mcp.errors import Ambiguous, InvalidInput, NotFound
@@ -435,6 +435,8 @@ class MemoryService:
             raise InvalidInput("path", f"{root} is not a directory")
         own = self._own(namespace)
         added: list[AddResult] = []
+        from pma_mcp import seeding  # only this command reads project docs
+
         for section in seeding.read_sections(root):
             if await self.repo.has_content(own, transfer.content_hash(section.text)):
                 continue

@@ -646,3 +646,13 @@ async def test_context_floor_and_exclusions_apply_before_the_pool_is_cut(
     got = {r.memory.id for r in pack.memories}
     assert got == set(strong[70:])
     assert all(r.breakdown.semantic_similarity >= 0.45 for r in pack.memories)
+
+
+def test_a_word_in_no_memory_does_not_use_up_the_postings_budget() -> None:
+    """A prompt nearly always holds some word no memory has; if that word alone filled the
+    MATCH, a large store would never find anything for the prompt hook."""
+    from pma_mcp import retrieval
+    from pma_mcp.repository import TermStats
+
+    stats = TermStats(total_docs=100_000, doc_freq={"cach": 3_000, "layer": 2_500})
+    assert retrieval.within_budget(["convent", "cach", "layer"], stats) == ["convent", "layer"]
