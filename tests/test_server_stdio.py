@@ -187,7 +187,7 @@ def test_raw_stdio_exits_cleanly_on_immediate_eof(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("extra", "needle"),
     [
-        ({"PMA_WEIGHTS": "1,1,1,1"}, "configuration error: PMA_WEIGHTS: score weights must sum to 1"),
+        ({"PMA_WEIGHTS": "1,1,1,1"}, "configuration error: PMA_WEIGHTS"),
         ({"PMA_STORAGE": "postgres"}, "configuration error: PMA_STORAGE"),
         ({"PMA_DB_PATH": "<file>/store.db"}, "cannot start: cannot create database file"),
     ],
