@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("pma_mcp.hooks")
 
 MAX_INPUT_BYTES = 32 * 1024 * 1024
-"""Larger hook input is ignored unread-past (Claude Code caps prompts well below this)."""
+"""Hook input beyond this is not read at all (real prompts are far smaller)."""
 MAX_QUERY_CHARS = 2_000
 """A huge prompt is cut to its head and tail before it becomes a query."""
 PROJECT_BUDGET = 1_400
@@ -92,7 +92,7 @@ def _run(event: str, handler: Handler) -> str | None:
         if payload is None:
             return None
         settings = _settings(payload)
-        logging.getLogger("pma_mcp").setLevel(settings.log_level)
+        _set_level(settings.log_level)
         return asyncio.run(handler(payload, settings))
     except KeyboardInterrupt:
         return None
@@ -120,6 +120,14 @@ def _setup_logging() -> None:
     logger.setLevel(logging.WARNING)
 
 
+def _set_level(name: str) -> None:
+    """PMA_LOG_LEVEL; an unknown level name keeps WARNING rather than skipping the hook."""
+    try:
+        logging.getLogger("pma_mcp").setLevel(name)
+    except ValueError:
+        log.warning("PMA_LOG_LEVEL %r is not a logging level; using WARNING", name)
+
+
 def _log_failure(event: str, exc: BaseException) -> None:
     detail = _SPACES.sub(" ", str(exc)).strip()[:300] or type(exc).__name__
     log.warning("%s skipped: %s", event, detail,
@@ -145,7 +153,7 @@ def _read_input() -> dict[str, Any] | None:
         log.warning("empty input ignored")
         return None
     try:
-        payload = json.loads(raw.decode("utf-8", errors="replace"))
+        payload = json.loads(raw.decode("utf-8-sig", errors="replace"))
     except (ValueError, RecursionError):
         log.warning("input is not JSON; ignored")
         return None
@@ -177,6 +185,14 @@ def _text(value: object) -> str:
     except UnicodeEncodeError:
         value = value.encode("utf-8", errors="replace").decode("utf-8")
     return value
+
+
+def _path(payload: Mapping[str, Any], key: str) -> str:
+    """A path field; Claude Code has sent `~/.claude/...` unexpanded."""
+    import os.path
+
+    value = _text(payload.get(key)).strip()
+    return os.path.expanduser(value) if value else ""
 
 
 def _session_id(payload: Mapping[str, Any]) -> str | None:
@@ -362,7 +378,9 @@ async def stop(payload: dict[str, Any], settings: Settings) -> None:
     if not settings.autosave:
         return
     reply = _text(payload.get("last_assistant_message"))
-    path = _text(payload.get("transcript_path"))
+    if reply.strip() and len(reply.strip()) < MIN_REPLY_CHARS:
+        return  # trivial reply: not worth reading the transcript
+    path = _path(payload, "transcript_path")
     last = _last_exchange(path) if path else None
     if not reply.strip() and last is not None:
         reply = last.reply  # older Claude Code builds send no last_assistant_message
@@ -387,7 +405,7 @@ async def pre_compact(payload: dict[str, Any], settings: Settings) -> None:
     """
     if not settings.autosave:
         return
-    path = _text(payload.get("transcript_path"))
+    path = _path(payload, "transcript_path")
     if not path:
         return
     from pma_mcp.transcript import read_exchanges

@@ -656,3 +656,20 @@ def test_a_word_in_no_memory_does_not_use_up_the_postings_budget() -> None:
 
     stats = TermStats(total_docs=100_000, doc_freq={"cach": 3_000, "layer": 2_500})
     assert retrieval.within_budget(["convent", "cach", "layer"], stats) == ["convent", "layer"]
+
+
+def test_stop_expands_a_home_relative_transcript_path(hook: Hook, tmp_path: Path) -> None:
+    transcript = Transcript(tmp_path / ".claude" / "projects" / "p" / f"{SESSION}.jsonl")
+    transcript.path.parent.mkdir(parents=True)
+    transcript.exchange("Why does the nightly export job time out?", REPLY)
+    transcript.write()
+    payload = stop_input(f"~/.claude/projects/p/{SESSION}.jsonl")  # HOME is tmp_path
+    assert_quiet(hook.run("stop", payload))
+    (row,) = hook.rows()
+    assert row["content"].startswith("User: Why does the nightly export job time out?")
+
+
+def test_input_with_a_byte_order_mark_is_read(hook: Hook, tmp_path: Path) -> None:
+    data = b"\xef\xbb\xbf" + json.dumps(stop_input(tmp_path / "none.jsonl")).encode()
+    assert_quiet(hook.run("stop", data))
+    assert len(hook.rows()) == 1

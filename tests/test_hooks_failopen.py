@@ -242,3 +242,9 @@ def test_namespace_from_input_cwd_beats_the_hook_process_cwd(hook: Hook, tmp_pat
     (row,) = hook.rows()
     assert row["namespace"] == PROJECT
     assert os.path.realpath(other) != PROJECT
+
+
+def test_unknown_log_level_does_not_skip_the_hook(hook: Hook, tmp_path: Path) -> None:
+    proc = hook.run("stop", stop_input(tmp_path / "none.jsonl"), env={"PMA_LOG_LEVEL": "LOUD"})
+    assert_quiet(proc)
+    assert len(hook.rows()) == 1
