@@ -1,0 +1,171 @@
+"""What a database file must satisfy after concurrent writers, crashes or hostile input.
+
+Plain `sqlite3` reads for speed and independence from the code under test, plus the
+repository's own `check_consistency()` (the one `pma-mcp doctor` uses).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import sqlite3
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pma_mcp.repository import Consistency, Repository
+
+
+@contextmanager
+def connect(db: Path) -> Iterator[sqlite3.Connection]:
+    conn = sqlite3.connect(db, timeout=30)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+def integrity(db: Path) -> str:
+    """`PRAGMA integrity_check` plus FTS5's own index check; "ok" when both pass."""
+    with connect(db) as conn:
+        result = "\n".join(str(r[0]) for r in conn.execute("PRAGMA integrity_check"))
+        if result != "ok":
+            return result
+        try:
+            conn.execute("INSERT INTO memory_fts(memory_fts) VALUES ('integrity-check')")
+        except sqlite3.DatabaseError as exc:
+            return f"fts5 integrity-check: {exc}"
+        except sqlite3.OperationalError as exc:  # pragma: no cover - schema not there yet
+            if "no such table" not in str(exc):
+                raise
+    return "ok"
+
+
+def consistency(db: Path) -> Consistency:
+    async def check() -> Consistency:
+        repo = await Repository.open(str(db))
+        try:
+            return await repo.check_consistency()
+        finally:
+            await repo.close()
+
+    return asyncio.run(check())
+
+
+def memory_ids(db: Path) -> set[str]:
+    with connect(db) as conn:
+        return {str(r[0]) for r in conn.execute("SELECT id FROM memories")}
+
+
+def created_ids(db: Path) -> set[str]:
+    """Memories with a `created` lineage event (lineage complete for every write)."""
+    with connect(db) as conn:
+        return {str(r[0]) for r in conn.execute(
+            "SELECT DISTINCT memory_id FROM lineage WHERE event = 'created'")}
+
+
+def contents(db: Path) -> list[str]:
+    with connect(db) as conn:
+        return [str(r[0]) for r in conn.execute("SELECT content FROM memories")]
+
+
+def has_schema(db: Path) -> bool:
+    if not db.exists():
+        return False
+    with connect(db) as conn:
+        return conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE name = 'memories'").fetchone() is not None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The stored content, row by row; `full` adds access counts, lineage and injections."""
+
+    rows: tuple[tuple[str, tuple[Any, ...]], ...]
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(repr(self.rows).encode("utf-8", "surrogatepass")).hexdigest()
+
+    def diff(self, other: Snapshot, limit: int = 5) -> list[str]:
+        mine, theirs = set(self.rows), set(other.rows)
+        gone = sorted(mine - theirs, key=repr)[:limit]
+        new = sorted(theirs - mine, key=repr)[:limit]
+        return [f"- {r!r}"[:300] for r in gone] + [f"+ {r!r}"[:300] for r in new]
+
+
+CONTENT_QUERIES = {
+    "memories": "SELECT id, namespace, content, memory_type, importance, tags, "
+    "linked_entities, token_count, metadata, session_id, content_hash, superseded_by, "
+    "created_at FROM memories ORDER BY seq",
+    "labels": "SELECT m.id, l.kind, l.value FROM memory_labels l JOIN memories m "
+    "ON m.seq = l.seq ORDER BY m.id, l.kind, l.value",
+    "fts": "SELECT rowid, content, labels FROM memory_fts ORDER BY rowid",
+    "counters": "SELECT name, value FROM counters ORDER BY name",
+}
+FULL_QUERIES = {
+    "access": "SELECT id, access_count, accessed_at FROM memories ORDER BY seq",
+    "lineage": "SELECT memory_id, namespace, event, at, from_tier, to_tier, score, reason, "
+    "count, last_at FROM lineage ORDER BY id",
+    "injections": "SELECT session_id, memory_id, at FROM hook_injections "
+    "ORDER BY session_id, memory_id",
+}
+
+
+def snapshot(db: Path, *, full: bool = False) -> Snapshot:
+    """Content snapshot (what a read may not change); `full`: everything (what a rejected
+    call may not change, not even an access count)."""
+    queries = {**CONTENT_QUERIES, **(FULL_QUERIES if full else {})}
+    rows: list[tuple[str, tuple[Any, ...]]] = []
+    if not db.exists():
+        return Snapshot(())
+    with connect(db) as conn:
+        for name, sql in queries.items():
+            rows.extend((name, tuple(r)) for r in conn.execute(sql))
+    return Snapshot(tuple(rows))
+
+
+def text_values(db: Path) -> Iterator[tuple[str, str, str]]:
+    """(table, column, value) for every text value of every table, FTS shadow tables too."""
+    with connect(db) as conn:
+        tables = [str(r[0]) for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")]
+        for table in tables:
+            try:
+                cur = conn.execute(f'SELECT * FROM "{table}"')
+            except sqlite3.OperationalError:  # e.g. a virtual table of a missing module
+                continue
+            columns = [d[0] for d in cur.description]
+            for row in cur:
+                for column, value in zip(columns, row, strict=True):
+                    if isinstance(value, str):
+                        yield table, column, value
+                    elif isinstance(value, bytes):
+                        yield table, column, value.decode("utf-8", "replace")
+
+
+def file_modes(db: Path) -> dict[str, int]:
+    """Permission bits of the database file and of its -wal/-shm files where present."""
+    modes: dict[str, int] = {}
+    for suffix in ("", "-wal", "-shm"):
+        path = db.with_name(db.name + suffix)
+        if path.exists():
+            modes[path.name] = stat.S_IMODE(path.stat().st_mode)
+    return modes
+
+
+def row_dump(db: Path) -> dict[str, dict[str, Any]]:
+    """Each memory as a dict keyed by id (for before/after comparisons in readable form)."""
+    with connect(db) as conn:
+        conn.row_factory = sqlite3.Row
+        out: dict[str, dict[str, Any]] = {}
+        for row in conn.execute("SELECT * FROM memories"):
+            record = dict(row)
+            for key in ("tags", "linked_entities", "metadata"):
+                record[key] = json.loads(record[key])
+            out[str(record["id"])] = record
+        return out
