@@ -8,7 +8,10 @@ Layout notes:
 - `memories.seq` is the rowid: monotonic insertion order, and the FTS rowid.
 - Tags and entities live twice: as JSON on the row (cheap to return) and as `memory_labels`
   rows (indexed, so tag filters and graph lookups are SQL). Both change in the same transaction.
-- `memory_fts` holds `content` and `labels` (tags and entities as words) with Porter stemming.
+- `memory_fts` holds `content`, `labels` (tags and entities as words) and `context` (the text
+  of up to CONTEXT_RADIUS earlier and later memories of the same session, kept current as
+  neighbours arrive or go), with Porter stemming. `memories.speaker` is the "Name:" a
+  conversation turn starts with (lexicon.speaker_of).
 - `lineage` has no foreign key: a memory's history outlives the memory.
 """
 
@@ -27,6 +30,7 @@ import aiosqlite
 from pma_mcp import db
 from pma_mcp.config import Weights
 from pma_mcp.errors import StorageError
+from pma_mcp.lexicon import speaker_of
 from pma_mcp.models import (
     GCDecision,
     LineageEvent,
@@ -37,8 +41,8 @@ from pma_mcp.models import (
 )
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
-LABELS_WEIGHT = 0.5
-"""bm25 weight of the labels column (tags, entities) relative to content (1.0)."""
+CONTEXT_RADIUS = 2
+"""A memory's `context` column holds up to this many earlier and later session neighbours."""
 
 MIGRATIONS: tuple[db.Migration, ...] = (
     db.Migration(
@@ -122,6 +126,33 @@ MIGRATIONS: tuple[db.Migration, ...] = (
             END""",
         ),
     ),
+    db.Migration(
+        4,
+        "neighbour context column in the full-text index; speaker of conversation turns",
+        (
+            "ALTER TABLE memories ADD COLUMN speaker TEXT",
+            "UPDATE memories SET speaker = pma_speaker(content)",
+            "DROP TABLE memory_fts_vocab",
+            "DROP TABLE memory_fts",
+            f"""CREATE VIRTUAL TABLE memory_fts USING fts5(
+                content, labels, context, tokenize = '{FTS_TOKENIZER}'
+            )""",
+            "CREATE VIRTUAL TABLE memory_fts_vocab USING fts5vocab(memory_fts, row)",
+            "CREATE VIRTUAL TABLE memory_fts_colvocab USING fts5vocab(memory_fts, col)",
+            """INSERT INTO memory_fts (rowid, content, labels, context)
+            SELECT seq, content,
+                coalesce((SELECT group_concat(value, ' ') FROM memory_labels l
+                          WHERE l.seq = w.seq), ''),
+                CASE WHEN session_id IS NULL THEN '' ELSE trim(
+                    coalesce(p2 || ' ', '') || coalesce(p1 || ' ', '')
+                    || coalesce(n1 || ' ', '') || coalesce(n2, '')) END
+            FROM (SELECT seq, content, session_id,
+                         lag(content, 2) OVER s AS p2, lag(content, 1) OVER s AS p1,
+                         lead(content, 1) OVER s AS n1, lead(content, 2) OVER s AS n2
+                  FROM memories WINDOW s AS (PARTITION BY namespace, session_id ORDER BY seq)
+                 ) AS w""",
+        ),
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -141,15 +172,16 @@ class Candidate:
     importance: float
     created_at: float
     access_count: int
-    session_id: str | None
+    speaker: str | None
 
 
 @dataclass(frozen=True)
 class TermStats:
-    """What normalising a BM25 score needs: rows in the index and documents per term."""
+    """Rows in the index; per term, rows holding it in any column and in `content` itself."""
 
     total_docs: int
     doc_freq: dict[str, int]
+    content_freq: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -227,6 +259,7 @@ class Repository:
     async def open(cls, database: str) -> Repository:
         conn = await db.connect(database)
         try:
+            await conn.create_function("pma_speaker", 1, speaker_of, deterministic=True)
             await db.migrate(conn, MIGRATIONS)
         except BaseException as exc:
             await conn.close()
@@ -413,28 +446,37 @@ class Repository:
             row = await cur.fetchone()
         total = int(row[0]) if row else 0
         freq: dict[str, int] = {}
+        own: dict[str, int] = {}
         for term in terms:
             async with self._conn.execute(
                 "SELECT doc FROM memory_fts_vocab WHERE term = ?", (term,)
             ) as cur:
                 row = await cur.fetchone()
             freq[term] = int(row[0]) if row else 0
-        return TermStats(total, freq)
+            async with self._conn.execute(
+                "SELECT doc FROM memory_fts_colvocab WHERE term = ? AND col = 'content'", (term,)
+            ) as cur:
+                row = await cur.fetchone()
+            own[term] = int(row[0]) if row else 0
+        return TermStats(total, freq, own)
 
-    async def lexical_candidates(self, match: str, scope: Scope, limit: int) -> list[Candidate]:
+    async def lexical_candidates(
+        self, match: str, scope: Scope, limit: int, weights: tuple[float, float, float]
+    ) -> list[Candidate]:
         """FTS5 matches within `scope`, best BM25 first (scores negated: higher = better).
 
-        CROSS JOIN pins the join order: without it the planner may scan `memories` and probe
-        the index per row (seconds at 100k) instead of walking the few FTS matches.
+        `weights` are bm25's column weights for (content, labels, context). CROSS JOIN pins
+        the join order: without it the planner may scan `memories` and probe the index per
+        row (seconds at 100k) instead of walking the FTS matches.
         """
         where, params = _scope_sql(scope)
         sql = (
-            f"SELECT m.seq, -bm25(memory_fts, 1.0, {LABELS_WEIGHT}) AS bm25, m.importance, "
-            "m.created_at, m.access_count, m.session_id "
+            "SELECT m.seq, -bm25(memory_fts, ?, ?, ?) AS bm25, m.importance, "
+            "m.created_at, m.access_count, m.speaker "
             "FROM memory_fts CROSS JOIN memories m ON m.seq = memory_fts.rowid "
             f"WHERE memory_fts MATCH ? AND {where} ORDER BY bm25 DESC LIMIT ?"
         )
-        async with self._conn.execute(sql, (match, *params, limit)) as cur:
+        async with self._conn.execute(sql, (*weights, match, *params, limit)) as cur:
             rows = await cur.fetchall()
         return [Candidate(*r) for r in rows]
 
@@ -448,15 +490,21 @@ class Repository:
         )
         return {m.seq: m for m in found}
 
-    async def lexical_score(self, match: str, memory: Memory) -> float:
-        """BM25 of one memory for `match` (0 when it does not match), as in lexical_candidates."""
+    async def lexical_score(
+        self, match: str, memory: Memory, weights: tuple[float, float, float]
+    ) -> tuple[float, str | None]:
+        """(BM25, speaker) of one memory for `match`, as lexical_candidates would score it."""
         async with self._conn.execute(
-            f"SELECT -bm25(memory_fts, 1.0, {LABELS_WEIGHT}) FROM memory_fts "
+            "SELECT -bm25(memory_fts, ?, ?, ?) FROM memory_fts "
             "WHERE memory_fts MATCH ? AND rowid = ?",
-            (match, memory.seq),
+            (*weights, match, memory.seq),
         ) as cur:
             row = await cur.fetchone()
-        return float(row[0]) if row else 0.0
+        async with self._conn.execute(
+            "SELECT speaker FROM memories WHERE seq = ?", (memory.seq,)
+        ) as cur:
+            who = await cur.fetchone()
+        return (float(row[0]) if row else 0.0), (who[0] if who else None)
 
     async def has_content(self, namespace: str, content_hash: str) -> bool:
         async with self._conn.execute(
@@ -475,7 +523,7 @@ class Repository:
         """
         where, params = _scope_sql(scope)
         sql = (
-            "SELECT m.seq, 0.0, m.importance, m.created_at, m.access_count, m.session_id "
+            "SELECT m.seq, 0.0, m.importance, m.created_at, m.access_count, m.speaker "
             f"FROM memories m WHERE {where} ORDER BY "
             "(? * m.importance + ? * exp(-0.1 * max(0.0, (? - m.created_at) / 3600.0)) "
             "+ ? * min(ln(1 + m.access_count) / 10.0, 1.0)) DESC, m.seq DESC LIMIT ?"
@@ -703,16 +751,55 @@ class Repository:
         )
         seq = cur.lastrowid
         assert seq is not None
-        await self._write_labels(conn, seq, memory.tags, memory.linked_entities)
         await conn.execute(
-            "INSERT INTO memory_fts (rowid, content, labels) VALUES (?, ?, ?)",
-            (seq, memory.content, _labels_text(memory.tags, memory.linked_entities)),
+            "UPDATE memories SET speaker = ? WHERE seq = ?", (speaker_of(memory.content), seq)
         )
+        await self._write_labels(conn, seq, memory.tags, memory.linked_entities)
+        earlier = await self._neighbours(conn, memory.namespace, memory.session_id, seq)
+        await conn.execute(
+            "INSERT INTO memory_fts (rowid, content, labels, context) VALUES (?, ?, ?, ?)",
+            (seq, memory.content, _labels_text(memory.tags, memory.linked_entities),
+             " ".join(text for _, text in earlier)),
+        )
+        await self._refresh_context(conn, memory.namespace, memory.session_id,
+                                    [s for s, _ in earlier])
         await self._lineage(
             conn, memory.id, memory.namespace, "created", memory.created_at.timestamp(),
             to_tier=memory.memory_type, reason=reason,
         )
         return seq
+
+    @staticmethod
+    async def _neighbours(
+        conn: aiosqlite.Connection, namespace: str, session_id: str | None, seq: int
+    ) -> list[tuple[int, str]]:
+        """(seq, content) of up to CONTEXT_RADIUS memories of the session on each side."""
+        if session_id is None:
+            return []
+        async with conn.execute(
+            "SELECT seq, content FROM (SELECT seq, content FROM memories "
+            "WHERE namespace = ? AND session_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?) "
+            "UNION ALL SELECT seq, content FROM (SELECT seq, content FROM memories "
+            "WHERE namespace = ? AND session_id = ? AND seq > ? ORDER BY seq LIMIT ?) "
+            "ORDER BY seq",
+            (namespace, session_id, seq, CONTEXT_RADIUS) * 2,
+        ) as cur:
+            return [(int(r[0]), str(r[1])) for r in await cur.fetchall()]
+
+    async def _refresh_context(
+        self,
+        conn: aiosqlite.Connection,
+        namespace: str,
+        session_id: str | None,
+        seqs: Sequence[int],
+    ) -> None:
+        """Rewrite the `context` column of `seqs` from their current neighbours."""
+        for seq in seqs:
+            around = await self._neighbours(conn, namespace, session_id, seq)
+            await conn.execute(
+                "UPDATE memory_fts SET context = ? WHERE rowid = ?",
+                (" ".join(text for _, text in around), seq),
+            )
 
     @staticmethod
     async def _write_labels(
@@ -784,8 +871,11 @@ class Repository:
         reason: str,
         score: float | None = None,
     ) -> None:
+        around = await self._neighbours(conn, memory.namespace, memory.session_id, memory.seq)
         await conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (memory.seq,))
         await conn.execute("DELETE FROM memories WHERE seq = ?", (memory.seq,))
+        await self._refresh_context(conn, memory.namespace, memory.session_id,
+                                    [s for s, _ in around])
         await self._lineage(
             conn, memory.id, memory.namespace, "deleted", now,
             from_tier=memory.memory_type, score=score, reason=reason,

@@ -2,78 +2,67 @@
 hook and the CLI.
 
 1. Scope in SQL (namespaces → memory_type → tags), as the seed filtered before ranking.
-2. Candidates from the persistent FTS5 index: the query is reduced to plain words (so no user
-   text can be read as FTS syntax), stopwords dropped, each word quoted and OR-ed; Porter
-   stemming is the index tokenizer's. Terms so common that OR-ing them would make FTS5 score
-   thousands of rows are left out while rarer terms exist (`within_budget`). Best
-   `CANDIDATES` by BM25; only the final top-k are loaded in full.
-3. semantic_similarity ∈ [0, 1) from the BM25 score s of the memory:
+2. Candidates from the persistent FTS5 index (see repository): the query is reduced to plain
+   words (so no user text can be read as FTS syntax), stopwords dropped, each word quoted and
+   OR-ed; Porter stemming is the index tokenizer's. BM25 weighs the columns: a memory's own
+   text 1.0, its tags/entities 0.5, and its session neighbours' text 0.5 — episodic
+   contiguity: turns saved in sequence are context for each other, so a question phrased
+   around a turn still finds it. Best `CANDIDATES` by BM25.
+   Cost bound: FTS5 scores every row a MATCH yields, so terms are admitted rarest first while
+   the rows they match fit ROW_BUDGET; a term too common for that is searched in memories'
+   own text only (no neighbour fan-out) if that fits, else left out. The rarest term always
+   stays. Small stores never reach the budget, so their ranking is exact.
+3. Name match: a memory that is a conversation turn ("Name: text") whose speaker the query
+   names has its BM25 score doubled (SPEAKER_BOOST).
+4. semantic_similarity ∈ [0, 1) from that score s:
 
        x = s / Σ_t idf(t)            (idf exactly as FTS5's bm25 computes it)
        semantic = 1 − 10^(−x)
 
-   Σ idf(t) is the score of an "ideal" memory holding each query term once at average length,
-   so x measures how much of the query's information a memory matches; the map is monotone
-   (BM25's order is kept) and gives 0.9 to that ideal match, 0.68 to half of it.
-   Σ runs over every query term, searched or not, so leaving a common term out can only
-   lower a similarity, never inflate it.
-4. Composite per `scoring`, `min_score`, top-k; then one write counts the access.
+   Σ idf(t) is the score of an "ideal" memory holding each query term once in its own text,
+   at average length; Σ runs over every query term, searched or not. So x measures how much
+   of the query's information a memory matches; the map is monotone (the ranking is kept)
+   and gives 0.9 to that ideal match, 0.68 to half of it.
+5. Composite per `scoring`, `min_score`, top-k; only those are loaded in full; then one
+   write counts the access.
 
 A query with no searchable words (empty, or only stopwords/punctuation) is a query-less
 request: memories come back by composite alone (semantic 0), as in the seed.
+
+Measured on the LoCoMo dev split: see docs/BENCHMARKS.md.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pma_mcp import lexicon
 from pma_mcp.config import Weights
 from pma_mcp.models import Memory, Scope, ScoredMemory
 from pma_mcp.repository import Repository, TermStats
 from pma_mcp.scoring import score
 
-CANDIDATES = 200
-"""How many BM25 candidates are re-ranked by the composite score."""
-POSTINGS_BUDGET = 2_000
-"""Summed document counts of the terms one MATCH may OR together (see within_budget)."""
-MAX_QUERY_WORDS = 48
+CANDIDATES = 300
+"""How many BM25 candidates are re-ranked."""
+ROW_BUDGET = 7_000
+"""Rows one MATCH may make FTS5 score (see the module docstring)."""
+COLUMN_WEIGHTS = (1.0, 0.5, 0.5)
+"""bm25 weights of the index columns: content, labels (tags/entities), context."""
+OWN_TEXT = "{content labels}"
+SPEAKER_BOOST = 2.0
 FULL_MATCH_SIMILARITY = 0.9
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+def match_expression(words: Sequence[str], own_text_only: Sequence[str] = ()) -> str:
+    """An FTS5 query that ORs the words as quoted strings: plain terms, never operators.
 
-STOPWORDS = frozenset(
+    Words in `own_text_only` are restricted to the memory's own text and labels.
     """
-    a about above after again against all am an and any are as at be because been before being
-    below between both but by can cannot could did do does doing down during each few for from
-    further had has have having he her here hers herself him himself his how i if in into is it
-    its itself me more most my myself no nor not of off on once only or other ought our ours
-    ourselves out over own same she should so some such than that the their theirs them
-    themselves then there these they this those through to too under until up very was we were
-    what when where which while who whom why will with would you your yours yourself yourselves
-    also just s t d ll m o re ve y get got yes yeah ok okay oh hey hi
-    aren couldn didn doesn don hadn hasn haven isn let mustn shan shouldn wasn weren won wouldn
-    """.split()
-)
-
-
-def query_words(query: str) -> list[str]:
-    """Lower-cased words of `query` minus stopwords, first occurrence kept, capped."""
-    seen: dict[str, None] = {}
-    for match in _WORD.finditer(query.lower()):
-        word = match.group()
-        if word not in STOPWORDS and word not in seen:
-            seen[word] = None
-            if len(seen) >= MAX_QUERY_WORDS:
-                break
-    return list(seen)
-
-
-def match_expression(words: Sequence[str]) -> str:
-    """An FTS5 query that ORs the words as quoted strings: plain terms, never operators."""
-    return " OR ".join(f'"{w}"' for w in words)
+    restricted = set(own_text_only)
+    return " OR ".join(
+        f'{OWN_TEXT}: "{w}"' if w in restricted else f'"{w}"' for w in words
+    )
 
 
 def idf(total_docs: int, doc_freq: int) -> float:
@@ -101,43 +90,58 @@ class AnalysedQuery:
     match: str
     stems: tuple[str, ...]
     searched: tuple[str, ...]
+    own_text_only: tuple[str, ...]
     ideal: float
+    tokens: frozenset[str]
 
 
-def within_budget(stems: Sequence[str], stats: TermStats) -> list[str]:
-    """The rarest stems whose documents add up to at most POSTINGS_BUDGET (at least one).
+def within_budget(stems: Sequence[str], stats: TermStats) -> tuple[list[str], list[str]]:
+    """(stems searched in every column, stems searched in memories' own text only).
 
-    FTS5 scores every row a MATCH yields, so cost grows with the summed document counts of
-    the OR-ed terms. A term in thousands of memories carries little information (low idf)
-    but would dominate that cost; it is left out of the MATCH while rarer terms exist.
-    Small stores never reach the budget, so their ranking is exact BM25.
+    Rarest first: a stem joins fully while the rows it matches fit ROW_BUDGET, else on its
+    own text if that fits (or if nothing was admitted yet), else it is left out.
     """
-    chosen: list[str] = []
-    total = 0
+    full: list[str] = []
+    own: list[str] = []
+    rows = 0
     for stem in sorted(stems, key=lambda t: stats.doc_freq.get(t, 0)):
-        docs = stats.doc_freq.get(stem, 0)
-        if total and total + docs > POSTINGS_BUDGET:
-            break  # `total`, not `chosen`: a term in no memory matches nothing
-        chosen.append(stem)
-        total += docs
-    return [s for s in stems if s in chosen]
+        everywhere = stats.doc_freq.get(stem, 0)
+        itself = stats.content_freq.get(stem, everywhere)
+        if rows + everywhere <= ROW_BUDGET:
+            full.append(stem)
+            rows += everywhere
+        elif rows + itself <= ROW_BUDGET or not (full or own):
+            own.append(stem)
+            rows += itself
+    return [s for s in stems if s in full], [s for s in stems if s in own]
 
 
 async def analyse(repo: Repository, query: str) -> AnalysedQuery | None:
     """None when the query has no searchable words (then it ranks like no query)."""
     stems: dict[str, str] = {}
-    for word, stem in await repo.analyze_terms(query_words(query)):
+    for word, stem in await repo.analyze_terms(lexicon.query_words(query)):
         stems.setdefault(stem, word)
     if not stems:
         return None
     stats = await repo.term_stats(list(stems))
-    searched = within_budget(list(stems), stats)
+    full, own = within_budget(list(stems), stats)
+    searched = [s for s in stems if s in full or s in own]
     return AnalysedQuery(
-        match=match_expression(list(dict.fromkeys(stems[s] for s in searched))),
+        match=match_expression(list(dict.fromkeys(stems[s] for s in searched)),
+                               [stems[s] for s in own]),
         stems=tuple(stems),
         searched=tuple(searched),
+        own_text_only=tuple(own),
         ideal=ideal_score(list(stems), stats),
+        tokens=frozenset(lexicon.words(query)),
     )
+
+
+def boosted(bm25: float, analysed: AnalysedQuery, speaker: str | None) -> float:
+    """BM25 with the name-match boost applied."""
+    if lexicon.names_speaker(analysed.tokens, speaker):
+        return bm25 * SPEAKER_BOOST
+    return bm25
 
 
 async def similarity_of(repo: Repository, query: str, memory: Memory) -> float:
@@ -145,7 +149,8 @@ async def similarity_of(repo: Repository, query: str, memory: Memory) -> float:
     analysed = await analyse(repo, query)
     if analysed is None:
         return 0.0
-    return similarity(await repo.lexical_score(analysed.match, memory), analysed.ideal)
+    bm25, speaker = await repo.lexical_score(analysed.match, memory, COLUMN_WEIGHTS)
+    return similarity(boosted(bm25, analysed, speaker), analysed.ideal)
 
 
 async def search(
@@ -167,8 +172,9 @@ async def search(
     """
     analysed = await analyse(repo, query) if query else None
     if analysed is not None:
-        pool = await repo.lexical_candidates(analysed.match, scope, CANDIDATES)
-        sims = [similarity(c.bm25, analysed.ideal) for c in pool]
+        pool = await repo.lexical_candidates(analysed.match, scope, CANDIDATES, COLUMN_WEIGHTS)
+        sims = [similarity(boosted(c.bm25, analysed, c.speaker), analysed.ideal)
+                for c in pool]
     else:
         pool = await repo.static_candidates(scope, max(limit * 4, 50), now, weights)
         sims = [0.0] * len(pool)

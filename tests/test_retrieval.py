@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from pma_mcp import retrieval
+from pma_mcp import lexicon, retrieval
 from pma_mcp.service import MemoryService
 
 FTS_SYNTAX = [
@@ -26,14 +26,31 @@ async def test_fts_syntax_in_queries_never_errors(service: MemoryService, query:
 
 
 def test_query_words_drop_stopwords_and_punctuation() -> None:
-    assert retrieval.query_words("What is the export job's TIMEOUT? (see: jobs.toml)") == [
+    assert lexicon.query_words("What is the export job's TIMEOUT? (see: jobs.toml)") == [
         "export", "job", "timeout", "see", "jobs", "toml"]
-    assert retrieval.query_words("the and of") == []
-    assert retrieval.query_words("snake_case-name") == ["snake", "case", "name"]
+    assert lexicon.query_words("the and of") == []
+    assert lexicon.query_words("snake_case-name") == ["snake", "case", "name"]
+
+
+@pytest.mark.parametrize(
+    ("content", "speaker"),
+    [
+        ("Caroline: I went to the support group yesterday.", "Caroline"),
+        ("Dr. Ana Lee: take two a day", "Dr. Ana Lee"),
+        ("Note: the cache is warm", "Note"),
+        ("The ratio is 3:1 in favour", None),
+        ("one two three four five: too many words", None),
+        ("no colon here", None),
+        (": empty name", None),
+    ],
+)
+def test_speaker_of_a_conversation_turn(content: str, speaker: str | None) -> None:
+    assert lexicon.speaker_of(content) == speaker
 
 
 def test_match_expression_quotes_every_word() -> None:
     assert retrieval.match_expression(["near", "or"]) == '"near" OR "or"'
+    assert retrieval.match_expression(["a", "b"], ["b"]) == '"a" OR {content labels}: "b"'
 
 
 async def test_porter_stemming_matches_word_forms(service: MemoryService) -> None:
@@ -106,11 +123,17 @@ async def test_breakdown_is_truthful(service: MemoryService) -> None:
 def test_common_terms_leave_the_match_only_while_rarer_ones_exist() -> None:
     from pma_mcp.repository import TermStats
 
-    stats = TermStats(total_docs=100_000, doc_freq={"rare": 30, "mid": 1_500, "common": 40_000})
-    assert retrieval.within_budget(["common", "rare", "mid"], stats) == ["rare", "mid"]
-    assert retrieval.within_budget(["common"], stats) == ["common"]
+    stats = TermStats(
+        total_docs=100_000,
+        doc_freq={"rare": 30, "mid": 5_000, "wide": 6_000, "common": 40_000},
+        content_freq={"rare": 10, "mid": 1_000, "wide": 1_500, "common": 9_000},
+    )
+    # rare and mid fit everywhere; wide only in own text; common not at all
+    assert retrieval.within_budget(["common", "rare", "wide", "mid"], stats) == (
+        ["rare", "mid"], ["wide"])
+    assert retrieval.within_budget(["common"], stats) == ([], ["common"])
     small = TermStats(total_docs=500, doc_freq={"a": 400, "b": 300})
-    assert retrieval.within_budget(["a", "b"], small) == ["a", "b"]
+    assert retrieval.within_budget(["a", "b"], small) == (["a", "b"], [])
 
 
 async def test_similarity_counts_every_query_term_even_when_one_is_not_searched(
@@ -120,9 +143,41 @@ async def test_similarity_counts_every_query_term_even_when_one_is_not_searched(
     for i in range(5):
         await service.add(f"station announcement number {i}")
     full = (await service.search("zebra station"))[0].breakdown.semantic_similarity
-    monkeypatch.setattr(retrieval, "POSTINGS_BUDGET", 1)
+    monkeypatch.setattr(retrieval, "ROW_BUDGET", 1)
     analysed = await retrieval.analyse(service.repo, "zebra station")
     assert analysed is not None and analysed.searched == ("zebra",)
     pruned = (await service.search("zebra station"))[0]
     assert pruned.memory.content == "zebra crossing near the station"
     assert pruned.breakdown.semantic_similarity < full
+
+
+async def test_session_neighbours_lend_context(service: MemoryService) -> None:
+    """A turn that only says "yes, the blue one" is found for a question about the car."""
+    turns = ["Ana: I finally bought a new car last week", "Ben: which colour did you pick?",
+             "Ana: yes, the blue one", "Ben: nice", "Ana: tomorrow I fly to Lisbon",
+             "Ben: have a good trip", "Ana: thanks", "Ben: bye"]
+    ids = [(await service.add(t, session_id="s1")).memory.id for t in turns]
+    await service.add("Unrelated: the weekly report is due", session_id="s2")
+    hits = [r.memory.id for r in await service.search("what colour car", limit=8)]
+    assert ids[2] in hits  # no query word of its own; its neighbours carry them
+    assert ids[6] not in hits  # too far from the car turns
+    assert hits.index(ids[1]) < hits.index(ids[2])  # own words still count most
+
+
+async def test_context_follows_deletes_and_stays_consistent(service: MemoryService) -> None:
+    a = (await service.add("first turn about zebras", session_id="s")).memory
+    b = (await service.add("second turn", session_id="s")).memory
+    await service.add("third turn", session_id="s")
+    assert b.id in [r.memory.id for r in await service.search("zebras")]
+    await service.delete(a.id)
+    assert b.id not in [r.memory.id for r in await service.search("zebras")]
+    assert (await service.repo.check_consistency()).ok
+
+
+async def test_naming_the_speaker_boosts_their_turns(service: MemoryService) -> None:
+    await service.add("Ana: I love hiking in the mountains")
+    await service.add("Ben: I love hiking in the mountains too")
+    first = (await service.search("does Ben like hiking"))[0]
+    assert first.memory.content.startswith("Ben:")
+    first = (await service.search("does Ana like hiking"))[0]
+    assert first.memory.content.startswith("Ana:")
