@@ -21,6 +21,7 @@ import asyncio
 import json
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -42,6 +43,7 @@ from pma_mcp.transfer import content_hash
 PROJECT = "/home/dev/acme-api"
 GLOBAL = "default"
 BATCH = 5_000
+WARMUP = 2
 TARGETS_MS = {("user-prompt-submit", 10_000): 120, ("user-prompt-submit", 100_000): 250,
               ("stop", 10_000): 250}
 
@@ -228,25 +230,35 @@ if len(text) >= 120:
 
 @dataclass
 class Timing:
-    samples: list[float]
+    """Wall-clock and CPU (user + system of the child) milliseconds per run."""
+
+    wall: list[float]
+    cpu: list[float]
 
     @property
     def p50(self) -> float:
-        return statistics.median(self.samples)
+        return statistics.median(self.wall)
 
     @property
     def p95(self) -> float:
-        ordered = sorted(self.samples)
+        ordered = sorted(self.wall)
         return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
+    @property
+    def cpu50(self) -> float:
+        return statistics.median(self.cpu)
 
-def timed(cmd: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, bytes]:
+
+def timed(cmd: list[str], stdin: bytes, env: dict[str, str]) -> tuple[float, float, bytes]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(cmd, input=stdin, capture_output=True, env=env, check=False)
     elapsed = (time.perf_counter() - start) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000
     if proc.returncode != 0:
         raise SystemExit(f"{cmd[-1]} exited {proc.returncode}: {proc.stderr.decode()[-500:]}")
-    return elapsed, proc.stdout
+    return elapsed, cpu, proc.stdout
 
 
 def write_transcript(path: Path, session: str, prompt: str, reply: str) -> None:
@@ -277,16 +289,18 @@ def bench_size(n: int, runs: int, work: Path) -> list[tuple[str, int, Timing, Ti
     seed_prompt, seed_stop = work / "seed_prompt.py", work / "seed_stop.py"
     seed_prompt.write_text(SEED_PROMPT)
     seed_stop.write_text(SEED_STOP)
+    # As on a user's machine: no PMA_/CLAUDE_ overrides, and bytecode caching on (a
+    # PYTHONDONTWRITEBYTECODE environment would recompile every module on every run).
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PMA_", "CLAUDE_"))} | {"PMA_DB_PATH": str(ours_db)}
+           if not k.startswith(("PMA_", "CLAUDE_")) and k != "PYTHONDONTWRITEBYTECODE"}
+    env["PMA_DB_PATH"] = str(ours_db)
     rng = random.Random(1)
     results = []
     seed_runs = max(5, runs // 4) if n >= 100_000 else runs
     for event in ("user-prompt-submit", "stop"):
-        ours: list[float] = []
-        seed: list[float] = []
+        ours, seed = Timing([], []), Timing([], [])
         injected = 0
-        for i in range(runs):
+        for i in range(-WARMUP, runs):
             session = str(uuid.uuid4())
             prompt = prompt_text(rng)
             transcript = work / f"{session}.jsonl"
@@ -301,16 +315,21 @@ def bench_size(n: int, runs: int, work: Path) -> list[tuple[str, int, Timing, Ti
                 payload |= {"hook_event_name": "Stop", "stop_hook_active": False,
                             "last_assistant_message": reply, "background_tasks": []}
             stdin = json.dumps(payload).encode()
-            elapsed, out = timed([*hook_command(), "hook", event], stdin, env)
-            ours.append(elapsed)
-            injected += bool(out.strip())
+            wall, cpu, out = timed([*hook_command(), "hook", event], stdin, env)
+            if i >= 0:
+                ours.wall.append(wall)
+                ours.cpu.append(cpu)
+                injected += bool(out.strip())
             if i < seed_runs:
                 script = seed_prompt if event == "user-prompt-submit" else seed_stop
-                seed.append(timed([sys.executable, str(script), str(seed_db)], stdin, env)[0])
+                wall, cpu, _ = timed([sys.executable, str(script), str(seed_db)], stdin, env)
+                if i >= 0:
+                    seed.wall.append(wall)
+                    seed.cpu.append(cpu)
             transcript.unlink()
         note = f"injected in {injected}/{runs} runs" if event == "user-prompt-submit" else (
             f"stdout empty in {runs - injected}/{runs} runs")
-        results.append((event, n, Timing(ours), Timing(seed), note))
+        results.append((event, n, ours, seed, note))
     return results
 
 
@@ -323,16 +342,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="pma-bench-hooks-") as tmp:
         for n in args.sizes:
             rows.extend(bench_size(n, args.runs, Path(tmp)))
-    print(f"\n{'hook':<20}{'memories':>10}{'p50 ms':>9}{'p95 ms':>9}{'seed p50':>10}"
-          f"{'seed p95':>10}{'ratio':>8}  target")
+    print(f"\n{'hook':<20}{'memories':>9}{'p50':>6}{'p95':>6}{'cpu50':>7}  |{'seed p50':>9}"
+          f"{'p95':>6}{'cpu50':>7}  |{'ratio p50':>10}  target (wall ms)")
     for event, n, ours, seed, note in rows:
         target = TARGETS_MS.get((event, n))
         verdict = "" if target is None else (
-            f"p50 ≤ {target} ms: {'met' if ours.p50 <= target else 'MISSED'}")
-        print(f"{event:<20}{n:>10,}{ours.p50:>9.0f}{ours.p95:>9.0f}{seed.p50:>10.0f}"
-              f"{seed.p95:>10.0f}{seed.p50 / ours.p50:>7.1f}x  {verdict}  ({note}; "
-              f"{len(ours.samples)}/{len(seed.samples)} runs)")
-
+            f"p50 ≤ {target}: {'met' if ours.p50 <= target else 'MISSED'}")
+        print(f"{event:<20}{n:>9,}{ours.p50:>6.0f}{ours.p95:>6.0f}{ours.cpu50:>7.0f}  |"
+              f"{seed.p50:>9.0f}{seed.p95:>6.0f}{seed.cpu50:>7.0f}  |{seed.p50 / ours.p50:>9.1f}x"
+              f"  {verdict}")
+        print(f"{'':<20}{note}; {len(ours.wall)} runs, seed-style {len(seed.wall)} runs")
+    load = os.getloadavg()
+    print(f"\nwall/cpu in ms; {os.cpu_count()} CPUs, load average {load[0]:.1f} {load[1]:.1f} "
+          f"{load[2]:.1f} at the end (other processes inflate wall time, not cpu)")
 
 if __name__ == "__main__":
     main()
