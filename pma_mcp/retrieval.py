@@ -171,6 +171,8 @@ async def search(
     so a relevance floor never leaves the caller with fewer results than it could have.
     """
     analysed = await analyse(repo, query) if query else None
+    if analysed is None and min_similarity > 0.0:
+        return []  # without searchable words every similarity is 0: nothing clears a floor
     if analysed is not None:
         pool = await repo.lexical_candidates(analysed.match, scope, CANDIDATES, COLUMN_WEIGHTS)
         sims = [similarity(boosted(c.bm25, analysed, c.speaker), analysed.ideal)

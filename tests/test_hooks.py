@@ -675,3 +675,22 @@ def test_input_with_a_byte_order_mark_is_read(hook: Hook, tmp_path: Path) -> Non
     data = b"\xef\xbb\xbf" + json.dumps(stop_input(tmp_path / "none.jsonl")).encode()
     assert_quiet(hook.run("stop", data))
     assert len(hook.rows()) == 1
+
+
+async def test_one_pass_packs_each_namespace_into_its_own_budget(
+    service: MemoryService,
+) -> None:
+    """get_contexts: the prompt hook's project + global split in one retrieval."""
+    words = " ".join(["retry"] * 40)  # ~53 tokens each (WordEstimate)
+    for i in range(30):
+        await service.add(f"Export retry note {i}: {words}")
+        await service.add(f"Global export retry rule {i}: {words}", namespace=GLOBAL_NAMESPACE)
+    packs = await service.get_contexts("export retry", {PROJECT: 300, GLOBAL_NAMESPACE: 120},
+                                       min_similarity=0.3)
+    assert {m.memory.namespace for m in packs[PROJECT].memories} == {PROJECT}
+    assert {m.memory.namespace for m in packs[GLOBAL_NAMESPACE].memories} == {GLOBAL_NAMESPACE}
+    assert 0 < packs[PROJECT].total_tokens <= 300 and len(packs[PROJECT].memories) == 5
+    assert 0 < packs[GLOBAL_NAMESPACE].total_tokens <= 120
+    # A query with no searchable words cannot clear a positive floor: nothing, cheaply.
+    empty = await service.get_contexts("the and of", {PROJECT: 300}, min_similarity=0.1)
+    assert empty[PROJECT].memories == []
