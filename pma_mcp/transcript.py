@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,12 +48,20 @@ class _Pending:
 
 
 def _read_tail(path: str | os.PathLike[str], max_bytes: int) -> bytes | None:
-    """The last `max_bytes` of the file, starting at a line boundary; None if unreadable."""
+    """The last `max_bytes` of the file, starting at a line boundary; None if unreadable.
+
+    Only a regular file is read: a FIFO would block the open and a device such as /dev/zero
+    never ends, and either would hang the hook. O_NONBLOCK makes opening a FIFO return at once.
+    """
     try:
-        with open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open(fd, "rb") as handle:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                return None
+            size = info.st_size
             if size <= max_bytes:
-                return handle.read()
+                return handle.read(max_bytes)  # bounded: the file may grow while it is read
             # Read one byte more: if it is a newline the window already starts on a line.
             handle.seek(size - max_bytes - 1)
             data = handle.read()
