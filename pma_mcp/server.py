@@ -15,6 +15,7 @@ them); change them only with a deprecation path.
 import functools
 import logging
 import sys
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal, ParamSpec, TypeVar
@@ -178,7 +179,7 @@ class _Runtime:
     transaction"). Clients do send tool calls in parallel.
     """
 
-    def __init__(self, settings: Settings, clock: Clock | None, counter: TokenCounter | None):
+    def __init__(self, settings: Settings, clock: Clock, counter: TokenCounter | None):
         self.settings = settings
         self._clock = clock
         self._counter = counter
@@ -191,10 +192,9 @@ class _Runtime:
     async def lifespan(self, _server: MCPServer[Any]) -> AsyncIterator[MemoryService]:
         async with self._lock:
             if self._service is None:
-                kwargs: dict[str, Any] = {"counter": self._counter}
-                if self._clock is not None:
-                    kwargs["clock"] = self._clock
-                self._service = await MemoryService.open(self.settings, **kwargs)
+                self._service = await MemoryService.open(
+                    self.settings, clock=self._clock, counter=self._counter
+                )
                 log.info("opened %s", self.settings.database)
             self._users += 1
             service = self._service
@@ -221,10 +221,14 @@ class _Runtime:
 def build_server(
     settings: Settings,
     *,
-    clock: Clock | None = None,
+    clock: Clock = time.time,
     counter: TokenCounter | None = None,
 ) -> MCPServer[MemoryService]:
-    """The configured server; nothing is opened until a client connects (the lifespan)."""
+    """The configured server; nothing is opened until a client connects (the lifespan).
+
+    `clock` and `counter` are for tests (a fake clock, a fixed token counter); by default
+    the service loads its token counter lazily, on the first write.
+    """
     rt = _Runtime(settings, clock, counter)
     app: MCPServer[MemoryService] = MCPServer(
         SERVER_NAME,
