@@ -1,0 +1,179 @@
+"""`recall` latency at a large store: in-process MemoryService.search and the real server over
+stdio (the `recall` tool through the SDK client), limit 5.
+
+    uv run python benchmarks/bench_recall.py [--size 100000] [--queries 200]
+        [--data locomo10.json] [--db PATH]
+
+With --data the store holds conversational text: LoCoMo turns replicated into distinct
+sessions, each replica with about 15% of adjacent word pairs swapped, and the queries are LoCoMo
+questions (a replicated corpus is pessimistic: every query term matches every replica). Without
+it, the synthetic Zipf corpus of benchmarks.corpus and its queries. The store is one project
+namespace, bulk-inserted through Repository.insert_many (the FTS index, neighbour context and
+speakers are the real ones). Queries are timed one at a time after warm-up; each recall counts
+an access, as in real use. Targets at p50: in-process ≤ 15 ms, over stdio ≤ 20 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+from benchmarks.corpus import Corpus
+from benchmarks.locomo import load, machine, percentile
+from pma_mcp.budget import WordEstimate
+from pma_mcp.config import Settings
+from pma_mcp.models import Memory, MemoryType
+from pma_mcp.repository import Repository
+from pma_mcp.service import MemoryService
+from pma_mcp.transfer import content_hash
+
+NAMESPACE = "/bench/project"
+BATCH = 5_000
+WARMUP = 10
+LIMIT = 5
+SWAP = 0.15
+TARGET_MS = {"in-process": 15.0, "stdio": 20.0}
+
+
+def _shuffled(rng: random.Random, text: str) -> str:
+    words = text.split()
+    for i in range(len(words) - 1):
+        if rng.random() < SWAP:
+            words[i], words[i + 1] = words[i + 1], words[i]
+    return " ".join(words)
+
+
+def conversation_memories(data: Path, now: float) -> Iterator[Memory]:
+    """LoCoMo turns, replica after replica (the first verbatim), created at random moments of
+    the 90 days before `now`."""
+    convs = load(data)
+    rng = random.Random(7)
+    counter = WordEstimate()
+    for replica in range(sys.maxsize):
+        for conv in convs:
+            for turn in conv.turns:
+                text = turn.text if replica == 0 else _shuffled(rng, turn.text)
+                content = f"{turn.speaker}: {text}"
+                when = datetime.fromtimestamp(now - rng.uniform(0, 90 * 86400), tz=UTC)
+                yield Memory(
+                    id=uuid.UUID(int=rng.getrandbits(128)).hex, namespace=NAMESPACE,
+                    content=content, memory_type=MemoryType.EPISODIC, importance=0.5,
+                    token_count=counter.count(content), created_at=when, accessed_at=when,
+                    metadata={"dia_id": turn.dia_id, "session_date": turn.date},
+                    session_id=f"r{replica}/{conv.sample_id}/session_{turn.session}",
+                    content_hash=content_hash(content),
+                )
+
+
+def queries(size: int, data: Path | None, n: int) -> list[str]:
+    """The queries to time: LoCoMo questions (a fixed sample) or synthetic ones."""
+    if data is not None:
+        questions = [q.text for c in load(data) for q in c.questions]
+        return random.Random(11).sample(questions, min(n, len(questions)))
+    corpus = Corpus(seed=size + 1)
+    return [corpus.query() for _ in range(n)]
+
+
+async def build(db_path: Path, size: int, data: Path | None) -> None:
+    """Fill the store with `size` memories, in batches of BATCH."""
+    now = time.time()
+    source = (conversation_memories(data, now) if data is not None
+              else Corpus(seed=size).memories(sys.maxsize, NAMESPACE, now))
+    repo = await Repository.open(str(db_path))
+    try:
+        stored = 0
+        while stored < size:  # repeated texts (a short turn shuffles to itself) are skipped
+            batch = [next(source) for _ in range(min(BATCH, size - stored))]
+            stored += await repo.insert_many(batch, skip_existing=True)
+    finally:
+        await repo.close()
+
+
+async def count(db_path: Path) -> int:
+    repo = await Repository.open(str(db_path))
+    try:
+        return await repo.count(NAMESPACE)
+    finally:
+        await repo.close()
+
+
+async def time_in_process(db_path: Path, texts: Sequence[str]) -> list[float]:
+    settings = Settings(db_path=db_path, namespace=NAMESPACE)
+    async with await MemoryService.open(settings, counter=WordEstimate()) as service:
+        for q in texts[:WARMUP]:
+            await service.search(q, limit=LIMIT)
+        out = []
+        for q in texts:
+            t = time.perf_counter()
+            await service.search(q, limit=LIMIT)
+            out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
+async def time_stdio(db_path: Path, texts: Sequence[str]) -> list[float]:
+    from mcp import Client, StdioServerParameters
+
+    env = {"PMA_DB_PATH": str(db_path), "PMA_NAMESPACE": NAMESPACE, "PMA_LOG_LEVEL": "WARNING",
+           "HOME": str(db_path.parent), "PATH": os.environ.get("PATH", "")}
+    params = StdioServerParameters(command=sys.executable, args=["-m", "pma_mcp"], env=env,
+                                   cwd=str(db_path.parent))
+    async with Client(params, mode="legacy") as client:
+        for q in texts[:WARMUP]:
+            await client.call_tool("recall", {"query": q, "limit": LIMIT})
+        out = []
+        for q in texts:
+            t = time.perf_counter()
+            result = await client.call_tool("recall", {"query": q, "limit": LIMIT})
+            out.append((time.perf_counter() - t) * 1000)
+            if result.is_error:
+                raise RuntimeError(f"recall failed: {result.content}")
+    return out
+
+
+def line(label: str, samples: Sequence[float]) -> str:
+    p50 = statistics.median(samples)
+    target = TARGET_MS[label]
+    verdict = "ok" if p50 <= target else "OVER"
+    return (f"{label:<10} recall p50 {p50:6.2f} ms  p95 {percentile(samples, 0.95):6.2f} ms  "
+            f"mean {statistics.fmean(samples):6.2f} ms  (target p50 ≤ {target:.0f} ms: {verdict})")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--data", type=Path, default=None,
+                        help="LoCoMo JSON: conversational store and questions as queries")
+    parser.add_argument("--db", type=Path, default=None,
+                        help="keep the store at this path; reuse it if it exists")
+    args = parser.parse_args()
+    print(machine())
+    with tempfile.TemporaryDirectory(prefix="pma-recall-") as tmp:
+        db_path = args.db or Path(tmp) / "recall.db"
+        kind = f"LoCoMo turns replicated ({args.data.name})" if args.data else "synthetic corpus"
+        t = time.perf_counter()
+        if db_path.exists():
+            how = "reused"
+        else:
+            await build(db_path, args.size, args.data)
+            how = f"built in {time.perf_counter() - t:.0f} s"
+        texts = queries(args.size, args.data, args.queries)
+        print(f"store: {await count(db_path):,} memories, {kind}, "
+              f"{db_path.stat().st_size / 1e6:.0f} MB, {how}; {len(texts)} queries, "
+              f"limit {LIMIT}")
+        print(line("in-process", await time_in_process(db_path, texts)))
+        print(line("stdio", await time_stdio(db_path, texts)))
+
+if __name__ == "__main__":
+    asyncio.run(main())
