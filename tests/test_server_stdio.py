@@ -223,3 +223,18 @@ def test_on_a_terminal_it_prints_a_hint_to_stderr(tmp_path: Path) -> None:
     assert proc.returncode == 0
     assert out == b""
     assert b"claude mcp add pma" in err and b"Waiting for a client" in err
+
+
+def test_heavy_libraries_stay_unloaded_until_needed() -> None:
+    """scikit-learn and tiktoken cost ~1 s and ~0.15 s: importing and building the server
+    must not load them (GC and the first write do, lazily)."""
+    code = (
+        "import sys\n"
+        "from pma_mcp.config import Settings\n"
+        "from pma_mcp.server import build_server\n"
+        "build_server(Settings())\n"
+        "print(sorted(m for m in ('sklearn', 'tiktoken', 'scipy') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=DEADLINE,
+                          check=True, text=True)
+    assert done.stdout.strip() == "[]"
