@@ -153,6 +153,18 @@ MIGRATIONS: tuple[db.Migration, ...] = (
                  ) AS w""",
         ),
     ),
+    db.Migration(
+        5,
+        "bounded GC: a rotating window per namespace; covering index for tier totals",
+        (
+            """CREATE TABLE gc_cursors (
+                namespace TEXT PRIMARY KEY, seq INTEGER NOT NULL
+            ) WITHOUT ROWID""",
+            "CREATE INDEX memories_namespace ON memories(namespace)",
+            "DROP INDEX memories_tier",
+            "CREATE INDEX memories_tier ON memories(namespace, memory_type, token_count)",
+        ),
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -361,10 +373,23 @@ class Repository:
             await self._delete(conn, memory, now, reason)
 
     async def apply_gc(
-        self, decisions: Sequence[GCDecision], memories: dict[str, Memory], now: float
+        self,
+        decisions: Sequence[GCDecision],
+        memories: dict[str, Memory],
+        now: float,
+        cursor: tuple[str, int] | None = None,
     ) -> None:
-        """Apply a collector plan in one transaction, writing lineage for every change."""
+        """Apply a collector plan in one transaction, writing lineage for every change.
+
+        `cursor` (namespace, seq) records where a bounded run's window ended.
+        """
         async with db.transaction(self._conn) as conn:
+            if cursor is not None:
+                await conn.execute(
+                    "INSERT INTO gc_cursors (namespace, seq) VALUES (?, ?) "
+                    "ON CONFLICT (namespace) DO UPDATE SET seq = excluded.seq",
+                    cursor,
+                )
             for decision in decisions:
                 memory = memories[decision.memory_id]
                 if decision.action == "merge":
@@ -540,7 +565,7 @@ class Repository:
         limit: int | None = None,
         tiers: Sequence[MemoryType] | None = None,
     ) -> list[Memory]:
-        """Memories of one namespace, longest idle first (what a bounded GC looks at first)."""
+        """Memories of one namespace, longest idle first."""
         sql = f"SELECT {_COLUMNS} FROM memories m WHERE namespace = ?"
         params: list[Any] = [namespace]
         if tiers:
@@ -551,6 +576,23 @@ class Repository:
             sql += " LIMIT ?"
             params.append(limit)
         return await self._fetch_all(self._conn, sql, params)
+
+    async def gc_window(self, namespace: str, limit: int) -> list[Memory]:
+        """The next `limit` memories of a bounded GC run: after the namespace's cursor in
+        insertion order, wrapping around, so repeated runs cover the whole namespace."""
+        async with self._conn.execute(
+            "SELECT seq FROM gc_cursors WHERE namespace = ?", (namespace,)
+        ) as cur:
+            row = await cur.fetchone()
+        after = int(row[0]) if row else 0
+        sql = (f"SELECT {_COLUMNS} FROM memories m WHERE namespace = ? AND seq > ? "
+               "ORDER BY seq LIMIT ?")
+        window = await self._fetch_all(self._conn, sql, (namespace, after, limit))
+        if len(window) < limit and after > 0:
+            more = await self._fetch_all(self._conn, sql, (namespace, 0, limit - len(window)))
+            seen = {m.seq for m in window}
+            window.extend(m for m in more if m.seq not in seen)
+        return window
 
     async def session_memories(self, namespace: str, session_id: str) -> list[Memory]:
         return await self._fetch_all(

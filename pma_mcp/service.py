@@ -379,7 +379,8 @@ class MemoryService:
         plan = await self._plan(own, now, max_memories, memories)
         by_id = {m.id: m for m in memories}
         changes = plan.changes()
-        await self.repo.apply_gc(changes, by_id, now)
+        cursor = (own, memories[-1].seq) if max_memories is not None and memories else None
+        await self.repo.apply_gc(changes, by_id, now, cursor=cursor)
         return GCResult(
             namespace=own,
             promoted=len(plan.to_promote),
@@ -394,7 +395,10 @@ class MemoryService:
         )
 
     async def _gc_window(self, namespace: str, max_memories: int | None) -> list[Memory]:
-        return await self.repo.namespace_memories(namespace, limit=max_memories)
+        """All memories, or for a bounded run the next window of a rotation through them."""
+        if max_memories is None:
+            return await self.repo.namespace_memories(namespace)
+        return await self.repo.gc_window(namespace, max_memories)
 
     async def _plan(
         self,

@@ -131,3 +131,22 @@ async def test_gc_never_crosses_namespaces(
     preview = await service.gc_preview(namespace=namespace)
     assert len(preview.to_merge) == 0
     assert len(preview.changes()) + len(preview.to_keep) == 1
+
+
+async def test_bounded_runs_rotate_through_the_whole_namespace(
+    service: MemoryService, clock: FakeClock
+) -> None:
+    """Kept memories must not pin the window: successive bounded runs reach every memory."""
+    keepers = [(await service.add(f"important rule {i} about area{i}", importance=1.0,
+                                  memory_type="semantic")).memory.id for i in range(10)]
+    stale = [(await service.add(f"low value detail {i} on thing{i}", importance=0.2)).memory.id
+             for i in range(10)]
+    clock.advance(30)
+    preview = await service.gc_preview(max_memories=10)
+    assert {d.memory_id for d in preview.to_keep} == set(keepers)
+    first = await service.gc_run(max_memories=10)
+    assert first.archived == 0
+    second = await service.gc_run(max_memories=10)
+    assert {d.memory_id for d in second.decisions} == set(stale)
+    third = await service.gc_preview(max_memories=10)  # wrapped around to the start
+    assert {d.memory_id for d in third.to_keep} == set(keepers)
