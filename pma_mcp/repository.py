@@ -17,11 +17,13 @@ Layout notes:
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import math
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -266,6 +268,14 @@ class Repository:
     def __init__(self, conn: aiosqlite.Connection) -> None:
         self._conn = conn
         self._analyzer_ready = False
+        self._write_lock = asyncio.Lock()
+
+    @asynccontextmanager
+    async def _write(self) -> AsyncIterator[aiosqlite.Connection]:
+        """One write transaction at a time on this connection: coroutines sharing it (parallel
+        tool calls) would otherwise issue BEGIN inside each other's transaction."""
+        async with self._write_lock, db.transaction(self._conn) as conn:
+            yield conn
 
     @classmethod
     async def open(cls, database: str) -> Repository:
@@ -298,7 +308,7 @@ class Repository:
         old memory is archived and points at the new one, in the same transaction.
         """
         now = memory.created_at.timestamp()
-        async with db.transaction(self._conn) as conn:
+        async with self._write() as conn:
             existing = await self._fetch_one(
                 conn,
                 f"SELECT {_COLUMNS} FROM memories m WHERE namespace = ? AND content_hash = ?",
@@ -339,7 +349,7 @@ class Repository:
         called with the number of records handled so far (a CLI progress bar).
         """
         stored = 0
-        async with db.transaction(self._conn) as conn:
+        async with self._write() as conn:
             for done, memory in enumerate(memories, 1):
                 if progress is not None:
                     progress(done)
@@ -365,11 +375,11 @@ class Repository:
         """Count one access for each memory (access_count, accessed_at, lineage): one write."""
         if not memories:
             return
-        async with db.transaction(self._conn) as conn:
+        async with self._write() as conn:
             await self._touch(conn, memories, now, reason=reason)
 
     async def delete(self, memory: Memory, now: float, reason: str) -> None:
-        async with db.transaction(self._conn) as conn:
+        async with self._write() as conn:
             await self._delete(conn, memory, now, reason)
 
     async def apply_gc(
@@ -383,7 +393,7 @@ class Repository:
 
         `cursor` (namespace, seq) records where a bounded run's window ended.
         """
-        async with db.transaction(self._conn) as conn:
+        async with self._write() as conn:
             if cursor is not None:
                 await conn.execute(
                     "INSERT INTO gc_cursors (namespace, seq) VALUES (?, ?) "
@@ -438,25 +448,28 @@ class Repository:
         if not words:
             return []
         conn = self._conn
-        if not self._analyzer_ready:
-            await conn.execute(
-                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_analyzer "
-                f"USING fts5(q, tokenize = '{FTS_TOKENIZER}')"
+        # The scratch table is shared by coroutines on this connection and would join an open
+        # write transaction, so it takes the write lock too (its statements take microseconds).
+        async with self._write_lock:
+            if not self._analyzer_ready:
+                await conn.execute(
+                    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_analyzer "
+                    f"USING fts5(q, tokenize = '{FTS_TOKENIZER}')"
+                )
+                await conn.execute(
+                    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_analyzer_vocab "
+                    "USING fts5vocab(temp, query_analyzer, instance)"
+                )
+                self._analyzer_ready = True
+            await conn.execute("DELETE FROM temp.query_analyzer")
+            await conn.executemany(
+                "INSERT INTO temp.query_analyzer (rowid, q) VALUES (?, ?)",
+                list(enumerate(words)),
             )
-            await conn.execute(
-                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_analyzer_vocab "
-                "USING fts5vocab(temp, query_analyzer, instance)"
-            )
-            self._analyzer_ready = True
-        await conn.execute("DELETE FROM temp.query_analyzer")
-        await conn.executemany(
-            "INSERT INTO temp.query_analyzer (rowid, q) VALUES (?, ?)",
-            list(enumerate(words)),
-        )
-        async with conn.execute(
-            "SELECT term, doc FROM temp.query_analyzer_vocab ORDER BY doc, offset"
-        ) as cur:
-            rows = list(await cur.fetchall())
+            async with conn.execute(
+                "SELECT term, doc FROM temp.query_analyzer_vocab ORDER BY doc, offset"
+            ) as cur:
+                rows = list(await cur.fetchall())
         return [(words[int(doc)], str(term)) for term, doc in rows if 0 <= int(doc) < len(words)]
 
     async def term_stats(self, terms: Sequence[str]) -> TermStats:
@@ -732,7 +745,7 @@ class Repository:
         """
         if not memories:
             return
-        async with db.transaction(self._conn) as conn:
+        async with self._write() as conn:
             await self._touch(conn, memories, now, reason=reason)
             if session_id is None:
                 return
@@ -745,7 +758,7 @@ class Repository:
 
     async def clear_injections(self, session_id: str) -> int:
         """Forget what was injected into `session_id` (its context was compacted or cleared)."""
-        async with db.transaction(self._conn) as conn:
+        async with self._write() as conn:
             cur = await conn.execute(
                 "DELETE FROM hook_injections WHERE session_id = ?", (session_id,)
             )

@@ -309,3 +309,17 @@ async def _set_id(service: MemoryService, old: str, new: str) -> None:
     """Give a memory a chosen id so prefix collisions are deterministic."""
     conn = service.repo._conn
     await conn.execute("UPDATE memories SET id = ? WHERE id = ?", (new, old))
+
+
+async def test_concurrent_calls_on_one_service_do_not_nest_transactions(
+    service: MemoryService,
+) -> None:
+    import asyncio
+
+    results = await asyncio.gather(
+        *(service.add(f"parallel fact number {i}") for i in range(20)),
+        *(service.search("parallel fact") for _ in range(10)),
+    )
+    assert len(results) == 30
+    assert await service.repo.count() == 20
+    assert (await service.repo.check_consistency()).ok
