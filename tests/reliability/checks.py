@@ -45,15 +45,17 @@ def integrity(db: Path) -> str:
     return "ok"
 
 
-def consistency(db: Path) -> Consistency:
-    async def check() -> Consistency:
-        repo = await Repository.open(str(db))
-        try:
-            return await repo.check_consistency()
-        finally:
-            await repo.close()
+async def consistency_of(db: Path) -> Consistency:
+    repo = await Repository.open(str(db))
+    try:
+        return await repo.check_consistency()
+    finally:
+        await repo.close()
 
-    return asyncio.run(check())
+
+def consistency(db: Path) -> Consistency:
+    """`check_consistency()` from synchronous code (not inside a running event loop)."""
+    return asyncio.run(consistency_of(db))
 
 
 def memory_ids(db: Path) -> set[str]:
@@ -129,8 +131,9 @@ def snapshot(db: Path, *, full: bool = False) -> Snapshot:
     return Snapshot(tuple(rows))
 
 
-def text_values(db: Path) -> Iterator[tuple[str, str, str]]:
-    """(table, column, value) for every text value of every table, FTS shadow tables too."""
+def text_values(db: Path, *, blobs: bool = False) -> Iterator[tuple[str, str, str]]:
+    """(table, column, value) for every text value of every table, FTS shadow tables too;
+    with `blobs`, BLOB values (the FTS index pages) decoded leniently as well."""
     with connect(db) as conn:
         tables = [str(r[0]) for r in conn.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table'")]
@@ -144,7 +147,7 @@ def text_values(db: Path) -> Iterator[tuple[str, str, str]]:
                 for column, value in zip(columns, row, strict=True):
                     if isinstance(value, str):
                         yield table, column, value
-                    elif isinstance(value, bytes):
+                    elif blobs and isinstance(value, bytes):
                         yield table, column, value.decode("utf-8", "replace")
 
 

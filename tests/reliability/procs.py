@@ -52,6 +52,7 @@ class RawServer:
         self.lines: queue.Queue[bytes | None] = queue.Queue()
         self.impure: list[bytes] = []
         self.next_id = 1
+        self.answered: dict[Any, dict[str, Any]] = {}
         self.errors: list[bytes] = []
         assert self.proc.stdout is not None and self.proc.stderr is not None
         threading.Thread(target=self._pump, args=(self.proc.stdout,), daemon=True).start()
@@ -88,6 +89,13 @@ class RawServer:
         self.send(message)
         return rid
 
+    def request_with_id(self, rid: int, method: str,
+                        params: Mapping[str, Any] | None = None) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+
     def call_tool(self, tool: str, arguments: Mapping[str, Any]) -> int:
         return self.request("tools/call", {"name": tool, "arguments": arguments})
 
@@ -107,17 +115,17 @@ class RawServer:
                 continue
             return message
 
-    def answers(self, ids: set[int], timeout: float = DEADLINE) -> dict[int, dict[str, Any]]:
-        """Read until every id in `ids` is answered (also collects answers to other ids)."""
-        got: dict[int, dict[str, Any]] = {}
-        while not ids <= set(got):
+    def answers(self, ids: set[Any], timeout: float = DEADLINE) -> dict[Any, dict[str, Any]]:
+        """Read until every id in `ids` is answered; answers to other ids are kept in
+        `self.answered` for a later call."""
+        while not ids <= set(self.answered):
             message = self.read(timeout)
             if message is None:
-                missing = sorted(ids - set(got))
+                missing = sorted(ids - set(self.answered), key=repr)
                 raise EOFError(f"server exited before answering {missing}: {self.stderr[-2000:]}")
             if "id" in message and "method" not in message:
-                got[message["id"]] = message
-        return got
+                self.answered[message["id"]] = message
+        return {i: self.answered[i] for i in ids}
 
     def initialize(self) -> dict[str, Any]:
         rid = self.request("initialize", {
