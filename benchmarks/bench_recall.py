@@ -1,7 +1,7 @@
 """`recall` latency at a large store: in-process MemoryService.search and the real server over
 stdio (the `recall` tool through the SDK client), limit 5.
 
-    uv run python benchmarks/bench_recall.py [--size 100000] [--queries 200]
+    uv run python -m benchmarks.bench_recall [--size 100000] [--queries 200]
         [--data locomo10.json] [--db PATH]
 
 With --data the store holds conversational text: LoCoMo turns replicated into distinct

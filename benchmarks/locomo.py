@@ -1,6 +1,6 @@
 """LoCoMo turn recall: pma-mcp `recall` beside the seed's TF-IDF and BM25, in one run.
 
-    uv run --group bench python benchmarks/locomo.py --data locomo10.json [--via-stdio]
+    uv run --group bench python -m benchmarks.locomo --data locomo10.json [--via-stdio]
         [--limit-conversations N]
 
 Every turn of every conversation is stored through the public path, in order: content
