@@ -9,8 +9,10 @@ sessions, each replica with about 15% of adjacent word pairs swapped, and the qu
 questions (a replicated corpus is pessimistic: every query term matches every replica). Without
 it, the synthetic Zipf corpus of benchmarks.corpus and its queries. The store is one project
 namespace, bulk-inserted through Repository.insert_many (the FTS index, neighbour context and
-speakers are the real ones). Queries are timed one at a time after warm-up; each recall counts
-an access, as in real use. Targets at p50: in-process ≤ 15 ms, over stdio ≤ 20 ms.
+speakers are the real ones). Queries are timed one at a time after warm-up, in --passes passes
+over all of them; each recall counts an access, as in real use. Printed: pass 1 as measured, and
+each query's best pass (what the code costs when other load on the machine lets it run).
+Targets at p50: in-process ≤ 15 ms, over stdio ≤ 20 ms.
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+
+from mcp import Client, StdioServerParameters
 
 from benchmarks.corpus import Corpus
 from benchmarks.locomo import load, machine, percentile
@@ -107,45 +111,58 @@ async def count(db_path: Path) -> int:
         await repo.close()
 
 
-async def time_in_process(db_path: Path, texts: Sequence[str]) -> list[float]:
-    settings = Settings(db_path=db_path, namespace=NAMESPACE)
-    async with await MemoryService.open(settings, counter=WordEstimate()) as service:
-        for q in texts[:WARMUP]:
-            await service.search(q, limit=LIMIT)
-        out = []
+Recall = Callable[[str], Awaitable[object]]
+
+
+async def timings(recall: Recall, texts: Sequence[str], passes: int) -> list[list[float]]:
+    """Milliseconds per query, one list per pass over all the queries (after warm-up)."""
+    for q in texts[:WARMUP]:
+        await recall(q)
+    out = []
+    for _ in range(passes):
+        times = []
         for q in texts:
             t = time.perf_counter()
-            await service.search(q, limit=LIMIT)
-            out.append((time.perf_counter() - t) * 1000)
+            await recall(q)
+            times.append((time.perf_counter() - t) * 1000)
+        out.append(times)
     return out
 
 
-async def time_stdio(db_path: Path, texts: Sequence[str]) -> list[float]:
-    from mcp import Client, StdioServerParameters
+async def time_in_process(db_path: Path, texts: Sequence[str], passes: int) -> list[list[float]]:
+    settings = Settings(db_path=db_path, namespace=NAMESPACE)
+    async with await MemoryService.open(settings, counter=WordEstimate()) as service:
 
+        async def recall(q: str) -> object:
+            return await service.search(q, limit=LIMIT)
+
+        return await timings(recall, texts, passes)
+
+
+async def time_stdio(db_path: Path, texts: Sequence[str], passes: int) -> list[list[float]]:
     env = {"PMA_DB_PATH": str(db_path), "PMA_NAMESPACE": NAMESPACE, "PMA_LOG_LEVEL": "WARNING",
            "HOME": str(db_path.parent), "PATH": os.environ.get("PATH", "")}
     params = StdioServerParameters(command=sys.executable, args=["-m", "pma_mcp"], env=env,
                                    cwd=str(db_path.parent))
     async with Client(params, mode="legacy") as client:
-        for q in texts[:WARMUP]:
-            await client.call_tool("recall", {"query": q, "limit": LIMIT})
-        out = []
-        for q in texts:
-            t = time.perf_counter()
+
+        async def recall(q: str) -> object:
             result = await client.call_tool("recall", {"query": q, "limit": LIMIT})
-            out.append((time.perf_counter() - t) * 1000)
             if result.is_error:
                 raise RuntimeError(f"recall failed: {result.content}")
-    return out
+            return result
+
+        return await timings(recall, texts, passes)
 
 
-def line(label: str, samples: Sequence[float]) -> str:
-    p50 = statistics.median(samples)
-    target = TARGET_MS[label]
-    verdict = "ok" if p50 <= target else "OVER"
-    return (f"{label:<10} recall p50 {p50:6.2f} ms  p95 {percentile(samples, 0.95):6.2f} ms  "
-            f"mean {statistics.fmean(samples):6.2f} ms  (target p50 ≤ {target:.0f} ms: {verdict})")
+def line(label: str, runs: Sequence[Sequence[float]]) -> str:
+    """Pass 1 as measured, and each query's best pass (an estimate free of other load)."""
+    first = runs[0]
+    best = [min(times) for times in zip(*runs, strict=True)]
+    return (f"{label:<10} pass 1 p50 {statistics.median(first):5.2f} "
+            f"p95 {percentile(first, 0.95):5.2f} ms | best of {len(runs)}: "
+            f"p50 {statistics.median(best):5.2f} p95 {percentile(best, 0.95):5.2f} ms "
+            f"| target p50 ≤ {TARGET_MS[label]:.0f} ms")
 
 
 async def main() -> None:
@@ -155,6 +172,7 @@ async def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--data", type=Path, default=None,
                         help="LoCoMo JSON: conversational store and questions as queries")
+    parser.add_argument("--passes", type=int, default=3, help="passes over the queries")
     parser.add_argument("--db", type=Path, default=None,
                         help="keep the store at this path; reuse it if it exists")
     args = parser.parse_args()
@@ -172,8 +190,8 @@ async def main() -> None:
         print(f"store: {await count(db_path):,} memories, {kind}, "
               f"{db_path.stat().st_size / 1e6:.0f} MB, {how}; {len(texts)} queries, "
               f"limit {LIMIT}")
-        print(line("in-process", await time_in_process(db_path, texts)))
-        print(line("stdio", await time_stdio(db_path, texts)))
+        print(line("in-process", await time_in_process(db_path, texts, args.passes)))
+        print(line("stdio", await time_stdio(db_path, texts, args.passes)))
 
 if __name__ == "__main__":
     asyncio.run(main())
