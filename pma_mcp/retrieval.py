@@ -72,8 +72,9 @@ def idf(total_docs: int, doc_freq: int) -> float:
 
 
 def ideal_score(terms: Sequence[str], stats: TermStats) -> float:
-    """BM25 of a memory holding every term once at average length: Σ idf."""
-    return sum(idf(stats.total_docs, stats.doc_freq.get(t, 0)) for t in terms)
+    """BM25 of a memory holding every term once in its own text at average length: Σ idf
+    (document frequencies of memories' own text)."""
+    return sum(idf(stats.total_docs, stats.content_freq.get(t, 0)) for t in terms)
 
 
 def similarity(bm25: float, ideal: float) -> float:

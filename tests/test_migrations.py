@@ -87,3 +87,23 @@ async def test_row_counter_follows_inserts_deletes_and_imports(tmp_path: Path) -
         await svc.import_document(doc, namespace="other")
         stats = await svc.repo.term_stats([])
         assert stats.total_docs == await svc.repo.count() == 8
+
+
+async def test_term_counts_follow_writes_deletes_and_merges(tmp_path: Path) -> None:
+    from pma_mcp.budget import WordEstimate
+    from pma_mcp.config import Settings
+    from pma_mcp.service import MemoryService
+
+    settings = Settings(db_path=tmp_path / "df.db", namespace="ns")
+    async with await MemoryService.open(settings, counter=WordEstimate()) as svc:
+        a = (await svc.add("Running the exporter nightly", session_id="s")).memory
+        await svc.add("The exporter runs again", session_id="s")
+        await svc.add("The user prefers dark mode in every editor.")
+        await svc.add("The user prefers dark mode in every editor")
+        stats = await svc.repo.term_stats(["export", "run", "editor"])
+        assert stats.content_freq == {"export": 2, "run": 2, "editor": 2}
+        await svc.delete(a.id)
+        await svc.gc_run()  # merges the two editor memories
+        stats = await svc.repo.term_stats(["export", "run", "editor"])
+        assert stats.content_freq == {"export": 1, "run": 1, "editor": 1}
+        assert (await svc.repo.check_consistency()).ok
