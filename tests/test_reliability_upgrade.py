@@ -33,6 +33,8 @@ from tests.reliability import checks
 from tests.reliability.procs import DEADLINE, child_env, pma
 
 VERSIONS = list(range(1, SCHEMA_VERSION + 1))
+BUILT = [v for v in VERSIONS if path_for(v).exists()]
+"""A missing fixture fails test_a_fixture_exists_for_every_schema_version, once."""
 FIELDS = ("namespace", "content", "memory_type", "importance", "tags", "linked_entities",
           "token_count", "access_count", "created_at", "accessed_at", "metadata", "session_id",
           "content_hash", "superseded_by")
@@ -58,7 +60,7 @@ def test_a_fixture_exists_for_every_schema_version() -> None:
             conn.close()
 
 
-@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("version", BUILT)
 async def test_fixture_migrates_forward_with_nothing_lost(tmp_path: Path, version: int) -> None:
     db = copy_of(version, tmp_path)
     settings = Settings(db_path=db, namespace=PROJECT)
