@@ -2,40 +2,45 @@
 
 The core returns plain dataclasses (cheap to import in hooks); this module is imported by the
 server only. The shapes are the tools' public interface, so they are spelled out here instead
-of being derived from the core: a field renamed in the core cannot silently change the wire.
-Each model has an `of(...)` constructor from the matching core value.
+of being derived from the core. Models are filled from the matching core value by field name
+(`Model.model_validate(value)`), so a field renamed in the core fails validation rather than
+silently changing the wire; the few that reshape a value have an `of(...)` constructor.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from pma_mcp.config import GLOBAL_NAMESPACE
 from pma_mcp.models import (
     AddResult,
     ContextPack,
-    DeleteResult,
     GCAction,
     GCDecision,
     GCPreview,
     GCResult,
-    InspectResult,
-    LineageEvent,
     LineageEventKind,
-    Memory,
     MemoryType,
-    Related,
-    ScoreBreakdown,
     ScoredMemory,
-    Stats,
 )
 
 
-class Breakdown(BaseModel):
+class _Out(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+
+def _fields(value: object) -> dict[str, Any]:
+    """A core dataclass's fields by name (nested values left as they are)."""
+    assert dataclasses.is_dataclass(value) and not isinstance(value, type)
+    return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+
+
+class Breakdown(_Out):
     """Every term of the composite score, each in [0, 1] (age in hours)."""
 
     semantic_similarity: float = Field(description="Lexical relevance to the query (0 without one)")
@@ -45,19 +50,9 @@ class Breakdown(BaseModel):
     composite: float = Field(description="Weighted sum: the score results are ranked by")
     age_hours: float
 
-    @classmethod
-    def of(cls, b: ScoreBreakdown) -> Breakdown:
-        return cls(
-            semantic_similarity=b.semantic_similarity,
-            importance=b.importance,
-            recency=b.recency,
-            access_frequency=b.access_frequency,
-            composite=b.composite,
-            age_hours=b.age_hours,
-        )
 
 
-class MemoryOut(BaseModel):
+class MemoryOut(_Out):
     """One stored memory with all its fields."""
 
     id: str = Field(description="Full id; forget/inspect also accept a unique prefix of 6+ chars")
@@ -75,27 +70,9 @@ class MemoryOut(BaseModel):
     session_id: str | None
     superseded_by: str | None = Field(description="Id of the memory that corrects this one")
 
-    @classmethod
-    def of(cls, m: Memory) -> MemoryOut:
-        return cls(
-            id=m.id,
-            namespace=m.namespace,
-            content=m.content,
-            memory_type=m.memory_type,
-            importance=m.importance,
-            tags=list(m.tags),
-            linked_entities=list(m.linked_entities),
-            token_count=m.token_count,
-            access_count=m.access_count,
-            created_at=m.created_at,
-            accessed_at=m.accessed_at,
-            metadata=dict(m.metadata),
-            session_id=m.session_id,
-            superseded_by=m.superseded_by,
-        )
 
 
-class StoredMemory(BaseModel):
+class StoredMemory(_Out):
     """What `remember` stored (the content is not echoed back)."""
 
     id: str
@@ -115,23 +92,10 @@ class StoredMemory(BaseModel):
 
     @classmethod
     def of(cls, r: AddResult) -> StoredMemory:
-        m = r.memory
-        return cls(
-            id=m.id,
-            namespace=m.namespace,
-            memory_type=m.memory_type,
-            importance=m.importance,
-            tags=list(m.tags),
-            linked_entities=list(m.linked_entities),
-            token_count=m.token_count,
-            created_at=m.created_at,
-            metadata=dict(m.metadata),
-            session_id=m.session_id,
-            deduplicated=r.deduplicated,
-        )
+        return cls.model_validate({**_fields(r.memory), "deduplicated": r.deduplicated})
 
 
-class RecalledMemory(BaseModel):
+class RecalledMemory(_Out):
     """A memory as ranked for one query: its fields plus the score and why."""
 
     id: str
@@ -150,25 +114,11 @@ class RecalledMemory(BaseModel):
 
     @classmethod
     def of(cls, s: ScoredMemory) -> RecalledMemory:
-        m = s.memory
-        return cls(
-            id=m.id,
-            content=m.content,
-            metadata=dict(m.metadata),
-            namespace=m.namespace,
-            memory_type=m.memory_type,
-            importance=m.importance,
-            tags=list(m.tags),
-            linked_entities=list(m.linked_entities),
-            created_at=m.created_at,
-            access_count=m.access_count,
-            token_count=m.token_count,
-            score=s.score,
-            breakdown=Breakdown.of(s.breakdown),
-        )
+        return cls.model_validate({**_fields(s.memory), "score": s.score,
+                                   "breakdown": s.breakdown})
 
 
-class RecallResult(BaseModel):
+class RecallResult(_Out):
     results: list[RecalledMemory] = Field(description="Best first; empty if nothing matched")
 
     @classmethod
@@ -176,7 +126,7 @@ class RecallResult(BaseModel):
         return cls(results=[RecalledMemory.of(s) for s in found])
 
 
-class ContextResult(BaseModel):
+class ContextResult(_Out):
     memories: list[RecalledMemory] = Field(description="The packed memories, best first")
     total_tokens: int = Field(description="Tokens the packed memories take")
     token_budget: int
@@ -194,16 +144,13 @@ class ContextResult(BaseModel):
         )
 
 
-class Forgotten(BaseModel):
+class Forgotten(_Out):
     deleted_id: str = Field(description="Full id of the deleted memory")
     content_preview: str
 
-    @classmethod
-    def of(cls, r: DeleteResult) -> Forgotten:
-        return cls(deleted_id=r.deleted_id, content_preview=r.content_preview)
 
 
-class LineageOut(BaseModel):
+class LineageOut(_Out):
     """One audit event; consecutive accesses are one event with a count."""
 
     event: LineageEventKind
@@ -215,21 +162,9 @@ class LineageOut(BaseModel):
     count: int
     last_at: datetime | None
 
-    @classmethod
-    def of(cls, e: LineageEvent) -> LineageOut:
-        return cls(
-            event=e.event,
-            at=e.at,
-            from_tier=e.from_tier,
-            to_tier=e.to_tier,
-            score=e.score,
-            reason=e.reason,
-            count=e.count,
-            last_at=e.last_at,
-        )
 
 
-class InspectOut(BaseModel):
+class InspectOut(_Out):
     memory: MemoryOut
     breakdown: Breakdown = Field(description="Score now (semantic term only with a query)")
     gc_action: GCAction = Field(description="What the next gc_run would do to this memory")
@@ -239,19 +174,9 @@ class InspectOut(BaseModel):
     )
     lineage: list[LineageOut] = Field(description="Audit trail, oldest first")
 
-    @classmethod
-    def of(cls, r: InspectResult) -> InspectOut:
-        return cls(
-            memory=MemoryOut.of(r.memory),
-            breakdown=Breakdown.of(r.breakdown),
-            gc_action=r.gc_action,
-            gc_reason=r.gc_reason,
-            predicted_tier=r.predicted_tier,
-            lineage=[LineageOut.of(e) for e in r.lineage],
-        )
 
 
-class DecisionOut(BaseModel):
+class DecisionOut(_Out):
     """What the collector does to one memory, and why."""
 
     memory_id: str
@@ -266,24 +191,14 @@ class DecisionOut(BaseModel):
 
     @classmethod
     def of(cls, d: GCDecision) -> DecisionOut:
-        return cls(
-            memory_id=d.memory_id,
-            action=d.action,
-            from_tier=d.from_tier,
-            to_tier=d.to_tier,
-            reason=d.reason,
-            score=d.breakdown.composite,
-            token_count=d.token_count,
-            content_preview=d.content_preview,
-            merge_into=d.merge_into,
-        )
+        return cls.model_validate({**_fields(d), "score": d.breakdown.composite})
 
 
 def _decisions(items: Sequence[GCDecision]) -> list[DecisionOut]:
     return [DecisionOut.of(d) for d in items]
 
 
-class GCPreviewOut(BaseModel):
+class GCPreviewOut(_Out):
     """The exact plan gc_run would apply now. Kept memories are only counted."""
 
     namespace: str
@@ -298,20 +213,14 @@ class GCPreviewOut(BaseModel):
 
     @classmethod
     def of(cls, p: GCPreview) -> GCPreviewOut:
-        return cls(
-            namespace=p.namespace,
-            to_promote=_decisions(p.to_promote),
-            to_demote=_decisions(p.to_demote),
-            to_archive=_decisions(p.to_archive),
-            to_delete=_decisions(p.to_delete),
-            to_merge=_decisions(p.to_merge),
-            to_keep=len(p.to_keep),
-            token_delta=p.token_delta,
-            summary=p.summary,
-        )
+        plan: dict[str, Any] = {
+            name: _decisions(getattr(p, name))
+            for name in ("to_promote", "to_demote", "to_archive", "to_delete", "to_merge")
+        }
+        return cls.model_validate({**_fields(p), **plan, "to_keep": len(p.to_keep)})
 
 
-class GCRunOut(BaseModel):
+class GCRunOut(_Out):
     namespace: str
     promoted: int
     demoted: int
@@ -325,27 +234,16 @@ class GCRunOut(BaseModel):
 
     @classmethod
     def of(cls, r: GCResult) -> GCRunOut:
-        return cls(
-            namespace=r.namespace,
-            promoted=r.promoted,
-            demoted=r.demoted,
-            archived=r.archived,
-            deleted=r.deleted,
-            merged=r.merged,
-            kept=r.kept,
-            token_delta=r.token_delta,
-            decisions=_decisions(r.decisions),
-            summary=r.summary,
-        )
+        return cls.model_validate({**_fields(r), "decisions": _decisions(r.decisions)})
 
 
-class TierStatsOut(BaseModel):
+class TierStatsOut(_Out):
     count: int
     tokens: int
     avg_score: float
 
 
-class StatsOut(BaseModel):
+class StatsOut(_Out):
     namespace: str
     total: int
     total_tokens: int
@@ -355,33 +253,13 @@ class StatsOut(BaseModel):
     gc_pressure: int = Field(description="How many memories the next gc_run would change")
     avg_composite_score: float
 
-    @classmethod
-    def of(cls, s: Stats) -> StatsOut:
-        return cls(
-            namespace=s.namespace,
-            total=s.total,
-            total_tokens=s.total_tokens,
-            by_tier={
-                tier: TierStatsOut(count=t.count, tokens=t.tokens, avg_score=t.avg_score)
-                for tier, t in s.by_tier.items()
-            },
-            gc_pressure=s.gc_pressure,
-            avg_composite_score=s.avg_composite_score,
-        )
 
 
-class RelatedOut(BaseModel):
+class RelatedOut(_Out):
     entity: str
     memories: list[MemoryOut] = Field(description="Memories tagged with or linked to the entity")
     related_nodes: list[str] = Field(description="Tags and entities that occur beside it")
 
-    @classmethod
-    def of(cls, r: Related) -> RelatedOut:
-        return cls(
-            entity=r.entity,
-            memories=[MemoryOut.of(m) for m in r.memories],
-            related_nodes=list(r.related_nodes),
-        )
 
 
 # ---------------------------------------------------------------------- text

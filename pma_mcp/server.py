@@ -366,7 +366,7 @@ def _add_tools(app: MCPServer[Any], rt: _Runtime) -> None:
         unique prefix of at least 6 characters, as recall shows them. Only memories in this
         project's namespace and the global one can be deleted. Its lineage is kept.
         """
-        return Forgotten.of(await rt.service.delete(memory_id))
+        return Forgotten.model_validate(await rt.service.delete(memory_id))
 
     @_tool(app, rt, "load_context", "Load context", READ_ONLY)
     async def load_context(
@@ -402,7 +402,7 @@ def _add_tools(app: MCPServer[Any], rt: _Runtime) -> None:
         given), the next gc_run's action and reason, the tier it would move to, and its
         lineage (created, accessed, promoted, merged, superseded ...).
         """
-        return InspectOut.of(await rt.service.inspect(memory_id, query=query))
+        return InspectOut.model_validate(await rt.service.inspect(memory_id, query=query))
 
     @_tool(app, rt, "gc_preview", "Preview garbage collection", READ_ONLY)
     async def gc_preview(namespace: Namespace = None) -> GCPreviewOut:
@@ -428,7 +428,7 @@ def _add_tools(app: MCPServer[Any], rt: _Runtime) -> None:
         Returns totals, per-tier counts, tokens and average scores, gc_pressure (how many
         memories the next gc_run would change) and the average composite score.
         """
-        return StatsOut.of(await rt.service.stats(namespace=namespace))
+        return StatsOut.model_validate(await rt.service.stats(namespace=namespace))
 
     @_tool(app, rt, "related", "Related memories", READ_ONLY)
     async def related(
@@ -443,7 +443,7 @@ def _add_tools(app: MCPServer[Any], rt: _Runtime) -> None:
         were tagged or linked with. Returns those memories and the other tags and entities
         that occur beside it (searches this project's namespace and the global one).
         """
-        return RelatedOut.of(await rt.service.related(entity, namespace=namespace))
+        return RelatedOut.model_validate(await rt.service.related(entity, namespace=namespace))
 
 
 # ---------------------------------------------------------- resources and prompts
@@ -469,7 +469,7 @@ def _add_resources(app: MCPServer[Any], rt: _Runtime) -> None:
                 stats = await rt.service.stats()
         except PmaError as err:
             raise _resource_error(err) from None
-        return StatsOut.of(stats).model_dump_json(indent=2)
+        return StatsOut.model_validate(stats).model_dump_json(indent=2)
 
     @app.resource(
         "memory://{id}",
@@ -484,7 +484,7 @@ def _add_resources(app: MCPServer[Any], rt: _Runtime) -> None:
                 memory = await rt.service.get(id)
         except PmaError as err:
             raise _resource_error(err) from None
-        return MemoryOut.of(memory).model_dump_json(indent=2)
+        return MemoryOut.model_validate(memory).model_dump_json(indent=2)
 
 
 def _add_prompts(app: MCPServer[Any], rt: _Runtime) -> None:
