@@ -47,6 +47,8 @@ class Settings:
     db_path: Path = field(default_factory=lambda: Path(DEFAULT_DB_PATH).expanduser())
     storage: Literal["sqlite", "memory"] = "sqlite"
     namespace: str = GLOBAL_NAMESPACE
+    namespace_is_fallback: bool = False
+    """True when no project could be told (no PMA_NAMESPACE, no project dir, cwd "/")."""
     log_level: str = "WARNING"
     weights: Weights = field(default_factory=Weights)
     autosave: bool = True
@@ -70,10 +72,13 @@ class Settings:
         if storage not in ("sqlite", "memory"):
             raise ConfigError(f"PMA_STORAGE must be 'sqlite' or 'memory', got {storage!r}")
         raw_path = env.get("PMA_DB_PATH", "").strip() or DEFAULT_DB_PATH
+        namespace = resolve_namespace(env, cwd=cwd)
         return cls(
             db_path=Path(raw_path).expanduser(),
             storage="memory" if storage == "memory" else "sqlite",
-            namespace=resolve_namespace(env, cwd=cwd),
+            namespace=namespace,
+            namespace_is_fallback=namespace == GLOBAL_NAMESPACE
+            and env.get("PMA_NAMESPACE", "").strip() != GLOBAL_NAMESPACE,
             log_level=(env.get("PMA_LOG_LEVEL", "").strip() or "WARNING").upper(),
             weights=_weights_from_env(env),
             autosave=_flag(env, "PMA_AUTOSAVE", default=True),

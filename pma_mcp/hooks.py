@@ -368,9 +368,21 @@ async def session_start(payload: dict[str, Any], settings: Settings) -> str | No
     return envelope("SessionStart", block) if shown else None
 
 
+def _may_save(settings: Settings) -> bool:
+    """Auto-save is on and there is a project to save into.
+
+    With no project to tell (cwd "/", no PMA_NAMESPACE or CLAUDE_PROJECT_DIR) the namespace
+    falls back to the global one, which every project reads: a conversation saved there
+    would leak into all of them. Set PMA_NAMESPACE=default to save there on purpose.
+    """
+    if settings.namespace_is_fallback:
+        log.info("no project namespace (cwd /); exchange not saved to the global namespace")
+    return settings.autosave and not settings.namespace_is_fallback
+
+
 async def stop(payload: dict[str, Any], settings: Settings) -> None:
     """Save the last exchange as an episodic memory, then run a bounded GC share."""
-    if not settings.autosave:
+    if not _may_save(settings):
         return
     reply = _text(payload.get("last_assistant_message"))
     if reply.strip() and len(reply.strip()) < MIN_REPLY_CHARS:
@@ -398,7 +410,7 @@ async def pre_compact(payload: dict[str, Any], settings: Settings) -> None:
     On an automatic compaction the last exchange may still be in progress; the Stop hook saves
     it when the turn ends, so it is left alone here.
     """
-    if not settings.autosave:
+    if not _may_save(settings):
         return
     path = _path(payload, "transcript_path")
     if not path:

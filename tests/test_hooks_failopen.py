@@ -226,13 +226,26 @@ def test_hook_and_server_resolve_the_same_namespace(
     payload = {**stop_input(tmp_path / "none.jsonl"), "cwd": str(cwd)}
     # The hook runs wherever Claude Code starts it; only its input says where the user is.
     assert_quiet(hook.run("stop", payload, env=env, cwd=tmp_path))
-    (row,) = hook.rows()
-
     server = _server_namespace(env, cwd)
-
+    if case == "root":
+        # No project: the server uses the global namespace, but the hook does not save a
+        # conversation there, where every project would see it.
+        assert server == GLOBAL_NAMESPACE
+        assert hook.rows() == []
+        return
+    (row,) = hook.rows()
     expected = {"PMA_NAMESPACE": "team/acme", "CLAUDE_PROJECT_DIR": str(project),
-                "cwd": str(project), "root": GLOBAL_NAMESPACE}[case]
+                "cwd": str(project)}[case]
     assert row["namespace"] == server == expected
+
+
+def test_saving_to_the_global_namespace_takes_an_explicit_choice(
+    hook: Hook, tmp_path: Path
+) -> None:
+    payload = {**stop_input(tmp_path / "none.jsonl"), "cwd": "/"}
+    assert_quiet(hook.run("stop", payload, env={"PMA_NAMESPACE": GLOBAL_NAMESPACE}))
+    (row,) = hook.rows()
+    assert row["namespace"] == GLOBAL_NAMESPACE
 
 
 def test_namespace_from_input_cwd_beats_the_hook_process_cwd(hook: Hook, tmp_path: Path) -> None:
