@@ -25,6 +25,8 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pma_mcp import lexicon
+
 if TYPE_CHECKING:
     from pma_mcp.config import Settings
     from pma_mcp.models import Memory, ScoredMemory
@@ -59,7 +61,6 @@ _TRIVIAL = frozenset(
     good perfect done continue go on go ahead proceed next lgtm sgtm right fine alright
     got it sounds good do it please retry again hi hello hey bye stop wait""".split()
 )
-_WORDS = re.compile(r"[^\W_]+", re.UNICODE)
 _SPACES = re.compile(r"\s+")
 
 
@@ -228,7 +229,7 @@ def prompt_query(prompt: str) -> str | None:
     text = prompt.strip()
     if not text or text.startswith(("/", "<command-", "<local-command")):
         return None
-    words = _WORDS.findall(text[:200].lower())
+    words = lexicon.words(text[:200])
     if len(words) < 2 and len(text) < 20:
         return None
     if len(words) <= 4 and all(w in _TRIVIAL for w in words):
