@@ -68,6 +68,8 @@ def apply_rules(memory: Memory, score: ScoreBreakdown, now: float) -> Rule:
     """The seed's three rules, in the seed's order."""
     tier = memory.memory_type
     composite = score.composite
+    if memory.superseded_by is not None:
+        return Rule("keep", None, f"superseded by {memory.superseded_by[:8]}: stays archived")
     idle = idle_hours(memory, now)
     max_idle = MAX_IDLE_HOURS.get(tier)
     if max_idle is not None and idle > max_idle and composite <= DEMOTION_THRESHOLD:

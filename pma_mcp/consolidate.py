@@ -26,7 +26,10 @@ def near_duplicates(
 ) -> list[MergePair]:
     """Pairs to merge, most similar first; each memory takes part in at most one merge
     as the one that goes, and a memory that goes never absorbs another."""
-    window = sorted(memories, key=lambda m: m.seq)[-MAX_WINDOW:]
+    # A corrected memory and its correction are alike by nature; merging them could keep the
+    # wrong one, so superseded memories never take part.
+    current = [m for m in memories if m.superseded_by is None]
+    window = sorted(current, key=lambda m: m.seq)[-MAX_WINDOW:]
     if len(window) < 2:
         return []
     from sklearn.feature_extraction.text import TfidfVectorizer

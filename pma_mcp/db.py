@@ -112,17 +112,35 @@ def _is_locked(exc: sqlite3.OperationalError) -> bool:
 
 @asynccontextmanager
 async def transaction(conn: aiosqlite.Connection) -> AsyncIterator[aiosqlite.Connection]:
-    """BEGIN IMMEDIATE … COMMIT, rolled back on any error (including cancellation)."""
-    await _retry_locked(lambda: conn.execute("BEGIN IMMEDIATE"))
+    """BEGIN IMMEDIATE … COMMIT, rolled back on any error (including cancellation).
+
+    BEGIN sits inside the `try`: a task cancelled while BEGIN waits for another process's
+    lock has not stopped it (it runs on aiosqlite's thread and takes the lock later), so the
+    rollback must still follow, or the connection would hold the write lock for good.
+    """
     try:
+        await _retry_locked(lambda: conn.execute("BEGIN IMMEDIATE"))
         yield conn
     except BaseException:
-        try:
-            await conn.execute("ROLLBACK")
-        except sqlite3.Error:  # the transaction may already be gone
-            log.debug("rollback failed", exc_info=True)
+        await _rollback(conn)
         raise
     await conn.execute("COMMIT")
+
+
+async def _rollback(conn: aiosqlite.Connection) -> None:
+    """ROLLBACK that runs even if the caller is being cancelled.
+
+    It is queued behind whatever the connection's thread is still doing (a pending BEGIN)
+    and shielded, so a cancelled caller cannot abandon it; "no transaction is active" (BEGIN
+    never happened) is fine.
+    """
+    async def rollback() -> None:
+        try:
+            await conn.execute("ROLLBACK")
+        except (sqlite3.Error, ValueError):  # no transaction, or the connection is closed
+            log.debug("rollback skipped", exc_info=True)
+
+    await asyncio.shield(asyncio.ensure_future(rollback()))
 
 
 async def schema_version(conn: aiosqlite.Connection) -> int:

@@ -326,6 +326,19 @@ class Repository:
                 (memory.namespace, memory.content_hash),
             )
             if existing is not None:
+                if existing.superseded_by is not None:
+                    # Stored again after being corrected away: it is current once more.
+                    await conn.execute(
+                        "UPDATE memories SET superseded_by = NULL, memory_type = ? WHERE seq = ?",
+                        (memory.memory_type.value, existing.seq),
+                    )
+                    await self._lineage(
+                        conn, existing.id, existing.namespace, "promote", now,
+                        from_tier=existing.memory_type, to_tier=memory.memory_type,
+                        reason="stored again after it was superseded: current again",
+                    )
+                if supersedes is not None and supersedes.seq != existing.seq:
+                    await self._supersede(conn, supersedes, existing.id, now)
                 await self._touch(conn, [existing], now, reason="exact duplicate stored again")
                 refreshed = await self._fetch_one(
                     conn, f"SELECT {_COLUMNS} FROM memories m WHERE seq = ?", (existing.seq,)
@@ -334,16 +347,7 @@ class Repository:
                 return refreshed, True
             seq = await self._insert_row(conn, memory, reason or "stored")
             if supersedes is not None:
-                await conn.execute(
-                    "UPDATE memories SET memory_type = 'archived', superseded_by = ? "
-                    "WHERE seq = ?",
-                    (memory.id, supersedes.seq),
-                )
-                await self._lineage(
-                    conn, supersedes.id, supersedes.namespace, "supersede", now,
-                    from_tier=supersedes.memory_type, to_tier=MemoryType.ARCHIVED,
-                    reason=f"superseded by {memory.id}",
-                )
+                await self._supersede(conn, supersedes, memory.id, now)
         return dataclasses.replace(memory, seq=seq), False
 
     async def insert_many(
@@ -402,6 +406,8 @@ class Repository:
     ) -> None:
         """Apply a collector plan in one transaction, writing lineage for every change.
 
+        The plan was made from a snapshot; a step whose memory has since been deleted or moved
+        (a concurrent GC in another process, a forget) is skipped, so nothing is applied twice.
         `cursor` (namespace, seq) records where a bounded run's window ended.
         """
         async with self._write() as conn:
@@ -422,10 +428,12 @@ class Repository:
                                        score=decision.breakdown.composite)
                 elif decision.action in ("promote", "demote", "archive"):
                     assert decision.to_tier is not None
-                    await conn.execute(
-                        "UPDATE memories SET memory_type = ? WHERE seq = ?",
-                        (decision.to_tier.value, memory.seq),
+                    moved = await conn.execute(
+                        "UPDATE memories SET memory_type = ? WHERE seq = ? AND memory_type = ?",
+                        (decision.to_tier.value, memory.seq, decision.from_tier.value),
                     )
+                    if moved.rowcount != 1:
+                        continue  # changed since the plan was made (another process's GC)
                     await self._lineage(
                         conn, memory.id, memory.namespace, decision.action, now,
                         from_tier=memory.memory_type, to_tier=decision.to_tier,
@@ -639,6 +647,7 @@ class Repository:
             f"SELECT DISTINCT {_M_COLUMNS} FROM memory_labels l "
             "JOIN memories m ON m.seq = l.seq "
             f"WHERE l.value = ? AND m.namespace IN ({_placeholders(len(namespaces))}) "
+            "AND m.superseded_by IS NULL "
             "ORDER BY m.importance DESC, m.seq DESC LIMIT ?"
         )
         return await self._fetch_all(self._conn, sql, (value, *namespaces, limit))
@@ -964,16 +973,33 @@ class Repository:
         now: float,
         reason: str,
         score: float | None = None,
-    ) -> None:
+    ) -> bool:
+        """Delete the memory with its index rows; False if it was already gone."""
         around = await self._neighbours(conn, memory.namespace, memory.session_id, memory.seq)
+        gone = await conn.execute("DELETE FROM memories WHERE seq = ?", (memory.seq,))
+        if gone.rowcount != 1:
+            return False
         await conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (memory.seq,))
-        await conn.execute("DELETE FROM memories WHERE seq = ?", (memory.seq,))
         await self._count_terms(conn, memory.content, -1)
         await self._refresh_context(conn, memory.namespace, memory.session_id,
                                     [s for s, _ in around])
         await self._lineage(
             conn, memory.id, memory.namespace, "deleted", now,
             from_tier=memory.memory_type, score=score, reason=reason,
+        )
+        return True
+
+    async def _supersede(
+        self, conn: aiosqlite.Connection, old: Memory, new_id: str, now: float
+    ) -> None:
+        """Archive `old` and point it at its correction."""
+        await conn.execute(
+            "UPDATE memories SET memory_type = 'archived', superseded_by = ? WHERE seq = ?",
+            (new_id, old.seq),
+        )
+        await self._lineage(
+            conn, old.id, old.namespace, "supersede", now, from_tier=old.memory_type,
+            to_tier=MemoryType.ARCHIVED, reason=f"superseded by {new_id}",
         )
 
     async def _merge(
@@ -985,12 +1011,16 @@ class Repository:
         reason: str,
         score: float,
     ) -> None:
-        """Fold `gone` into `keep`: union of labels, summed access counts; `gone` is deleted."""
-        current = await self._fetch_one(
-            conn, f"SELECT {_COLUMNS} FROM memories m WHERE seq = ?", (keep.seq,)
-        )
-        if current is None:
+        """Fold `gone` into `keep`: union of labels, summed access counts; `gone` is deleted.
+
+        Skipped when either memory is gone by now (the plan came from an earlier snapshot).
+        """
+        row = f"SELECT {_COLUMNS} FROM memories m WHERE seq = ?"
+        current = await self._fetch_one(conn, row, (keep.seq,))
+        gone_now = await self._fetch_one(conn, row, (gone.seq,))
+        if current is None or gone_now is None:
             return
+        gone = gone_now
         tags = list(dict.fromkeys([*current.tags, *gone.tags]))
         entities = list(dict.fromkeys([*current.linked_entities, *gone.linked_entities]))
         await conn.execute(

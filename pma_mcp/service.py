@@ -415,8 +415,10 @@ class MemoryService:
             totals = await self.repo.tier_tokens(namespace)
             for tier, (_, tokens) in totals.items():
                 outside[tier] = tokens
-            for memory in memories:
-                outside[memory.memory_type] -= memory.token_count
+            for memory in memories:  # totals were read after the window: a tier may be new
+                outside[memory.memory_type] = (
+                    outside.get(memory.memory_type, 0) - memory.token_count
+                )
         merges: list[MergePair] = []
         if self._merge:
             from pma_mcp import consolidate

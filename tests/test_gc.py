@@ -150,3 +150,30 @@ async def test_bounded_runs_rotate_through_the_whole_namespace(
     assert {d.memory_id for d in second.decisions} == set(stale)
     third = await service.gc_preview(max_memories=10)  # wrapped around to the start
     assert {d.memory_id for d in third.to_keep} == set(keepers)
+
+
+async def test_a_plan_applied_twice_changes_nothing_the_second_time(
+    service: MemoryService, clock: FakeClock
+) -> None:
+    """Two processes' GC runs can act on the same snapshot: the second must be a no-op."""
+    await populate(service, clock)
+    plan = await service.gc_preview()
+    memories = {m.id: m for m in await service.repo.namespace_memories(service.namespace)}
+    await service.gc_run()
+    lineage_before = {i: len(await service.repo.lineage(i)) for i in memories}
+    await service.repo.apply_gc(plan.changes(), memories, clock.now)
+    assert {i: len(await service.repo.lineage(i)) for i in memories} == lineage_before
+    assert (await service.repo.check_consistency()).ok
+
+
+async def test_superseded_memories_are_never_promoted_or_merged(
+    service: MemoryService, clock: FakeClock
+) -> None:
+    old = (await service.add("The API listens on port 8080", importance=1.0)).memory
+    new = (await service.add("The API listens on port 8081", importance=0.3,
+                             supersedes=old.id)).memory
+    result = await service.gc_run()
+    assert old.id not in {d.memory_id for d in result.decisions if d.action == "promote"}
+    assert result.merged == 0
+    assert (await service.get(old.id)).memory_type == MemoryType.ARCHIVED
+    assert [r.memory.id for r in await service.search("API port")] == [new.id]

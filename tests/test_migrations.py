@@ -107,3 +107,30 @@ async def test_term_counts_follow_writes_deletes_and_merges(tmp_path: Path) -> N
         stats = await svc.repo.term_stats(["export", "run", "editor"])
         assert stats.content_freq == {"export": 1, "run": 1, "editor": 1}
         assert (await svc.repo.check_consistency()).ok
+
+
+async def test_cancelling_a_write_that_waits_for_the_lock_releases_it(tmp_path: Path) -> None:
+    """A tool call cancelled while its BEGIN waits must not leave the file locked."""
+    from pma_mcp.budget import WordEstimate
+    from pma_mcp.config import Settings
+    from pma_mcp.service import MemoryService
+
+    settings = Settings(db_path=tmp_path / "cancel.db", namespace="ns")
+    async with await MemoryService.open(settings, counter=WordEstimate()) as svc:
+        blocker = sqlite3.connect(settings.db_path, isolation_level=None)
+        blocker.execute("BEGIN IMMEDIATE")
+        task = asyncio.create_task(svc.add("waits for the lock"))
+        await asyncio.sleep(0.3)
+        task.cancel()
+        await asyncio.sleep(0.1)
+        blocker.execute("ROLLBACK")  # the cancelled BEGIN now gets the lock on its thread
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        stored = await svc.add("written after the cancelled call")  # queued behind it
+        assert not stored.deduplicated
+        other = sqlite3.connect(settings.db_path, timeout=2, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")  # the lock is free again
+        other.execute("ROLLBACK")
+        other.close()
+        blocker.close()
+        assert await svc.repo.count() == 1

@@ -323,3 +323,22 @@ async def test_concurrent_calls_on_one_service_do_not_nest_transactions(
     assert len(results) == 30
     assert await service.repo.count() == 20
     assert (await service.repo.check_consistency()).ok
+
+
+async def test_storing_a_superseded_text_again_makes_it_current_and_supersedes(
+    service: MemoryService,
+) -> None:
+    """8080 → corrected to 8081 → corrected back to 8080: recall must answer 8080."""
+    a = (await service.add("The API runs on port 8080")).memory
+    b = (await service.add("The API runs on port 8081", supersedes=a.id)).memory
+    again = await service.add("The API runs on port 8080", supersedes=b.id)
+    assert again.deduplicated and again.memory.id == a.id
+    assert again.memory.superseded_by is None
+    assert (await service.get(b.id)).superseded_by == a.id
+    assert [r.memory.id for r in await service.search("API port")] == [a.id]
+
+
+async def test_related_leaves_out_superseded_memories(service: MemoryService) -> None:
+    old = (await service.add("We run postgres 13", tags=["db"])).memory
+    new = (await service.add("We run postgres 16", tags=["db"], supersedes=old.id)).memory
+    assert [m.id for m in (await service.related("db")).memories] == [new.id]
