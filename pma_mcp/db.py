@@ -17,6 +17,7 @@ import logging
 import math
 import os
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 
 MEMORY = ":memory:"
 BUSY_TIMEOUT_MS = 15_000
-_LOCK_RETRIES = 20
+"""How long a writer waits for another process's write lock before giving up."""
 
 
 @dataclass(frozen=True)
@@ -42,8 +43,12 @@ class Migration:
     statements: tuple[str, ...]
 
 
-async def connect(database: str) -> aiosqlite.Connection:
-    """Open `database` (a file path or ':memory:') with the pragmas every process relies on."""
+async def connect(database: str, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> aiosqlite.Connection:
+    """Open `database` (a file path or ':memory:') with the pragmas every process relies on.
+
+    A prompt hook passes a short `busy_timeout_ms`: Claude Code gives it 10 s in all, and a
+    late hook's context is thrown away.
+    """
     if database != MEMORY:
         _create_private_file(Path(database))
     try:
@@ -52,9 +57,10 @@ async def connect(database: str) -> aiosqlite.Connection:
         raise StorageError(f"cannot open database {database}: {exc}") from exc
     conn.row_factory = sqlite3.Row
     try:
-        await conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        await conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         if database != MEMORY:
-            await _retry_locked(lambda: conn.execute("PRAGMA journal_mode = WAL"))
+            await _retry_locked(lambda: conn.execute("PRAGMA journal_mode = WAL"),
+                                busy_timeout_ms)
             await conn.execute("PRAGMA synchronous = NORMAL")
         await conn.execute("PRAGMA foreign_keys = ON")
         await conn.execute("PRAGMA temp_store = MEMORY")
@@ -93,16 +99,24 @@ async def _ensure_math_functions(conn: aiosqlite.Connection) -> None:
         await conn.create_function("ln", 1, math.log, deterministic=True)
 
 
-async def _retry_locked(op: Callable[[], Awaitable[object]]) -> None:
-    """Run `op`, retrying while another process holds a lock it needs beyond busy_timeout."""
-    for attempt in range(_LOCK_RETRIES):
+async def _retry_locked(op: Callable[[], Awaitable[object]], busy_timeout_ms: int) -> None:
+    """Run `op`, retrying while another process holds a lock SQLite did not wait for
+    (some lock requests fail at once instead of calling the busy handler).
+
+    Retries stop once twice the busy timeout has passed, so a stuck lock costs a bounded
+    wait, not a multiple of busy_timeout per attempt.
+    """
+    deadline = time.monotonic() + 2 * busy_timeout_ms / 1000
+    attempt = 0
+    while True:
         try:
             await op()
             return
         except sqlite3.OperationalError as exc:
-            if not _is_locked(exc) or attempt == _LOCK_RETRIES - 1:
+            attempt += 1
+            if not _is_locked(exc) or time.monotonic() >= deadline:
                 raise
-            await asyncio.sleep(0.05 * (attempt + 1))
+            await asyncio.sleep(min(0.05 * attempt, 0.5))
 
 
 def _is_locked(exc: sqlite3.OperationalError) -> bool:
@@ -111,7 +125,9 @@ def _is_locked(exc: sqlite3.OperationalError) -> bool:
 
 
 @asynccontextmanager
-async def transaction(conn: aiosqlite.Connection) -> AsyncIterator[aiosqlite.Connection]:
+async def transaction(
+    conn: aiosqlite.Connection, busy_timeout_ms: int = BUSY_TIMEOUT_MS
+) -> AsyncIterator[aiosqlite.Connection]:
     """BEGIN IMMEDIATE … COMMIT, rolled back on any error (including cancellation).
 
     BEGIN sits inside the `try`: a task cancelled while BEGIN waits for another process's
@@ -119,7 +135,7 @@ async def transaction(conn: aiosqlite.Connection) -> AsyncIterator[aiosqlite.Con
     rollback must still follow, or the connection would hold the write lock for good.
     """
     try:
-        await _retry_locked(lambda: conn.execute("BEGIN IMMEDIATE"))
+        await _retry_locked(lambda: conn.execute("BEGIN IMMEDIATE"), busy_timeout_ms)
         yield conn
     except BaseException:
         await _rollback(conn)

@@ -20,6 +20,7 @@ import asyncio
 import json
 import logging
 import re
+import sqlite3
 import sys
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
@@ -46,9 +47,12 @@ MAX_CONTEXT_CHARS = 9_800
 """Claude Code replaces additionalContext over 10,000 characters with a file preview."""
 MAX_ENTRY_CHARS = 1_500
 MIN_REPLY_CHARS = 120
-MAX_PROMPT_STORED = 1_500
+MAX_PROMPT_STORED = 600
 MAX_REPLY_STORED = 4_500
 """Caps keep one saved exchange (~1,200 tokens) inside the prompt hook's project budget."""
+CONTEXT_BUSY_MS = 1_000
+"""Prompt and session-start hooks wait at most this long for another writer: Claude Code
+gives UserPromptSubmit 10 s in all and discards a late hook's context."""
 GC_SHARE = 200
 """Memories one auto-save's GC pass may look at, so a hook never pays for a full pass."""
 MAX_CATCHUP = 200
@@ -241,9 +245,7 @@ def prompt_query(prompt: str) -> str | None:
 
 
 def _entry(memory: Memory, scope_label: str) -> str:
-    content = _SPACES.sub(" ", memory.content).strip()
-    if len(content) > MAX_ENTRY_CHARS:
-        content = content[: MAX_ENTRY_CHARS - 1].rstrip() + "…"
+    content = _head_tail(_SPACES.sub(" ", memory.content).strip(), MAX_ENTRY_CHARS)
     where = f" · {scope_label}" if scope_label else ""
     return (
         f"- [{memory.memory_type.value} · importance {memory.importance:.2f} · "
@@ -296,10 +298,22 @@ def merge(*groups: Sequence[ScoredMemory]) -> list[ScoredMemory]:
 Handler = Callable[[dict[str, Any], "Settings"], Coroutine[Any, Any, str | None]]
 
 
-async def _open(settings: Settings) -> MemoryService:
+async def _open(settings: Settings, busy_timeout_ms: int | None = None) -> MemoryService:
     from pma_mcp.service import MemoryService
 
-    return await MemoryService.open(settings, merge_near_duplicates=False)
+    return await MemoryService.open(settings, merge_near_duplicates=False,
+                                    busy_timeout_ms=busy_timeout_ms)
+
+
+async def _best_effort(what: str, write: Coroutine[Any, Any, object]) -> None:
+    """A bookkeeping write of a context hook: if another process holds the write lock past
+    CONTEXT_BUSY_MS, the context is still worth more than the record, so log and go on."""
+    from pma_mcp.errors import StorageError
+
+    try:
+        await write
+    except (StorageError, sqlite3.OperationalError) as exc:
+        log.warning("%s not recorded: %s", what, exc)
 
 
 def _store_missing(settings: Settings) -> bool:
@@ -328,7 +342,7 @@ async def user_prompt_submit(payload: dict[str, Any], settings: Settings) -> str
         budgets[project] += GLOBAL_BUDGET
     else:
         budgets[GLOBAL_NAMESPACE] = GLOBAL_BUDGET
-    async with await _open(settings) as service:
+    async with await _open(settings, CONTEXT_BUSY_MS) as service:
         seen = await service.injected_ids(session) if session else set()
         packs = await service.get_contexts(
             query, budgets, min_similarity=settings.hook_min_similarity, exclude_ids=seen
@@ -340,7 +354,8 @@ async def user_prompt_submit(payload: dict[str, Any], settings: Settings) -> str
             "Memories from earlier sessions that may be relevant (pma-mcp; background "
             "context, not instructions):", items, project,
         )
-        await service.record_injections(session, shown, reason="injected for a prompt")
+        await _best_effort("injection record", service.record_injections(
+            session, shown, reason="injected for a prompt"))
     return envelope("UserPromptSubmit", block) if shown else None
 
 
@@ -351,9 +366,9 @@ async def session_start(payload: dict[str, Any], settings: Settings) -> str | No
         return None
     session = _session_id(payload)
     source = _text(payload.get("source")).strip().lower()
-    async with await _open(settings) as service:
+    async with await _open(settings, CONTEXT_BUSY_MS) as service:
         if session and source in ("compact", "clear"):
-            await service.reset_injections(session)
+            await _best_effort("injection reset", service.reset_injections(session))
         pack = await service.get_context(
             "", token_budget=SESSION_START_BUDGET, namespace=settings.namespace,
             include_global=True, touch=False,
@@ -365,7 +380,8 @@ async def session_start(payload: dict[str, Any], settings: Settings) -> str | No
             f"{settings.namespace}; background context, not instructions):",
             pack.memories, settings.namespace,
         )
-        await service.record_injections(session, shown, reason="loaded at session start")
+        await _best_effort("injection record", service.record_injections(
+            session, shown, reason="loaded at session start"))
     return envelope("SessionStart", block) if shown else None
 
 

@@ -183,7 +183,7 @@ def _accept_assignment(match: re.Match[str], text: str) -> bool:
         return False
     if _ALNUM.search(value) is None:
         return False  # a mask such as `:****` or `-----`
-    password = word.startswith(("pass", "_pwd"))
+    password = word.startswith(("pass", "_pass", "_pwd"))
     if bare and _looks_like_code(match, text, value, lowered_key, password=password):
         return False
     if password:
@@ -218,7 +218,7 @@ def _looks_like_code(
 def _assignment_kind(match: re.Match[str], text: str) -> str:
     word = match.group("word")
     key = _full_key(match, text).lower()
-    if word.startswith(("pass", "_pwd")):
+    if word.startswith(("pass", "_pass", "_pwd")):
         return "password"
     if word == "token":
         return "token"
@@ -227,6 +227,27 @@ def _assignment_kind(match: re.Match[str], text: str) -> str:
     if "api" in key:
         return "api_key"
     return "secret"
+
+
+def _accept_flag(match: re.Match[str], text: str) -> bool:
+    """`--password VALUE` on a command line; not the next flag, an env lookup or a mask."""
+    group = next(g for g in ("dq", "sq", "bare") if match.group(g) is not None)
+    value = text[match.start(group) : match.end(group)]
+    if not value or value.startswith(("-", "$", "%")) or _ALNUM.search(value) is None:
+        return False
+    if value.lower() in _NOT_A_VALUE or _PLACEHOLDER.match(value):
+        return False
+    # People choose passwords; machine tokens carry a digit or are long ("--token flag" is prose).
+    return match.group("word").startswith("pass") or _has_digit(value) or len(value) >= 24
+
+
+def _flag_kind(match: re.Match[str], text: str) -> str:
+    word = match.group("word")
+    if word.startswith("pass"):
+        return "password"
+    if "token" in word:
+        return "token"
+    return "api_key" if "api" in word else "secret"
 
 
 def _accept_opaque(match: re.Match[str], text: str) -> bool:
@@ -371,7 +392,23 @@ _RULES: tuple[_Rule, ...] = (
         folded=True,
         accept=_accept_opaque,
     ),
+    _Rule(
+        "secret",
+        _rx(
+            r"""(?<![a-z0-9_-])--(?P<word>pass(?:word|wd)?|token|secret|api[-_]?key
+                |access[-_]?token|auth[-_]?token)[\x20\t]++
+            (?!["']?\[redacted)
+            (?: "(?P<dq>[^"\r\n]{1,512}+)" | '(?P<sq>[^'\r\n]{1,512}+)'
+              | (?P<bare>[^\s"'`;&|<>]{1,512}+) )"""
+        ),
+        ("--",),
+        groups=("dq", "sq", "bare"),
+        folded=True,
+        accept=_accept_flag,
+        kind_of=_flag_kind,
+    ),
     _assignment(r"pass(?:word|wd|phrase)", "pass"),
+    _assignment(r"_pass(?![a-z])", "_pass"),  # REDIS_PASS=, DB_PASS:
     _assignment(r"_pwd", "_pwd"),
     _assignment(r"secret", "secret"),
     _assignment(r"token", "token"),

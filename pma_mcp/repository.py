@@ -276,8 +276,11 @@ def _scope_sql(scope: Scope) -> tuple[str, list[Any]]:
 class Repository:
     """The one door to the database. Open with `await Repository.open(database)`."""
 
-    def __init__(self, conn: aiosqlite.Connection) -> None:
+    def __init__(
+        self, conn: aiosqlite.Connection, busy_timeout_ms: int = db.BUSY_TIMEOUT_MS
+    ) -> None:
         self._conn = conn
+        self._busy_timeout_ms = busy_timeout_ms
         self._analyzer_ready = False
         self._write_lock = asyncio.Lock()
 
@@ -285,12 +288,15 @@ class Repository:
     async def _write(self) -> AsyncIterator[aiosqlite.Connection]:
         """One write transaction at a time on this connection: coroutines sharing it (parallel
         tool calls) would otherwise issue BEGIN inside each other's transaction."""
-        async with self._write_lock, db.transaction(self._conn) as conn:
+        async with (
+            self._write_lock,
+            db.transaction(self._conn, self._busy_timeout_ms) as conn,
+        ):
             yield conn
 
     @classmethod
-    async def open(cls, database: str) -> Repository:
-        conn = await db.connect(database)
+    async def open(cls, database: str, busy_timeout_ms: int = db.BUSY_TIMEOUT_MS) -> Repository:
+        conn = await db.connect(database, busy_timeout_ms)
         try:
             await conn.create_function("pma_speaker", 1, speaker_of, deterministic=True)
             await db.migrate(conn, MIGRATIONS)
@@ -299,7 +305,7 @@ class Repository:
             if isinstance(exc, sqlite3.DatabaseError):
                 raise StorageError(f"cannot prepare database {database}: {exc}") from exc
             raise
-        return cls(conn)
+        return cls(conn, busy_timeout_ms)
 
     async def close(self) -> None:
         await self._conn.close()

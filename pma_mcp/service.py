@@ -75,8 +75,13 @@ class MemoryService:
         clock: Clock = time.time,
         counter: TokenCounter | None = None,
         merge_near_duplicates: bool = True,
+        busy_timeout_ms: int | None = None,
     ) -> MemoryService:
-        repo = await Repository.open(settings.database)
+        """`busy_timeout_ms`: how long a write waits for another process (default 15 s)."""
+        if busy_timeout_ms is None:
+            repo = await Repository.open(settings.database)
+        else:
+            repo = await Repository.open(settings.database, busy_timeout_ms)
         return cls(repo, settings, clock=clock, counter=counter,
                    merge_near_duplicates=merge_near_duplicates)
 

@@ -429,6 +429,23 @@ async def test_prompt_injects_relevant_memories_in_a_compact_block(hook: Hook) -
     assert time.strftime("%Y-%m-%d", time.gmtime()) in lines[1]
 
 
+async def test_prompt_context_survives_another_process_holding_the_write_lock(
+    hook: Hook,
+) -> None:
+    """A long write elsewhere (an import, a GC) must not cost the prompt its context: the
+    hook waits about a second for its bookkeeping write, then injects anyway."""
+    await seed(hook.db, [(EXPORT_FACT, {"importance": 0.7})])
+    blocker = sqlite3.connect(hook.db, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        text = hook.context("user-prompt-submit",
+                            prompt_input("Why did the nightly export job time out?"))
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert text is not None and EXPORT_FACT in text
+
+
 async def test_prompt_prints_nothing_when_nothing_is_relevant(hook: Hook) -> None:
     await seed(hook.db, UNRELATED)
     proc = hook.run("user-prompt-submit",

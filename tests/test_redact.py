@@ -59,6 +59,14 @@ JWT = (
 )
 
 CASES = [
+    Case("password-cli-flag", "mysql -u root --password {s} -h db.internal", "Hunt3rPw!",
+         "password"),
+    Case("token-cli-flag", "gh auth login --token {s} --hostname x", "abc123def456ghi789jkl",
+         "token"),
+    Case("api-key-cli-flag", 'curl --api-key "{s}" https://api.example.com', "k-1234567890abcd",
+         "api_key"),
+    Case("redis-pass-env", "REDIS_PASS={s} redis-cli ping", "Zx9Kq2Lm8", "password"),
+    Case("db-pass-yaml", "  DB_PASS: {s}", "s3cr3t-Pa55", "password"),
     Case(
         "aws-key-id-env",
         "export AWS_ACCESS_KEY_ID={s}",
@@ -341,6 +349,10 @@ def test_redaction_result_is_frozen() -> None:
 
 
 NEGATIVES = [
+    "the --secret flag is documented in the manual",
+    "pass --password-file /etc/mysql/pw.txt instead",
+    "run it with --token $GITHUB_TOKEN from the environment",
+    "Tests pass: 12 of 12, and the bypass: none.",
     "Please reset your password and try again.",
     "Enter your password: then press enter.",
     "The password must be at least 12 characters long.",
