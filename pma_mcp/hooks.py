@@ -57,7 +57,6 @@ GC_SHARE = 200
 """Memories one auto-save's GC pass may look at, so a hook never pays for a full pass."""
 MAX_CATCHUP = 200
 """Exchanges pre-compact looks at, newest last."""
-STOP_TRANSCRIPT_BYTES = 512_000
 AUTO_TAGS = ("session", "auto-saved")
 
 _TRIVIAL = frozenset(
@@ -542,13 +541,7 @@ def _last_exchange(path: str) -> Exchange | None:
     """The transcript's last exchange, reading only its tail (it may lag or be half-written)."""
     from pma_mcp import transcript
 
-    exchanges = transcript.read_exchanges(path, max_bytes=STOP_TRANSCRIPT_BYTES)
-    if exchanges:
-        return exchanges[-1]
-    prompt = transcript.last_user_prompt(path)
-    if prompt is None:
-        return None
-    return transcript.Exchange(user_uuid=None, prompt=prompt, reply="", timestamp=None)
+    return transcript.last_exchange(path)
 
 
 # --------------------------------------------------------------------- registry

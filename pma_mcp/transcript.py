@@ -14,10 +14,10 @@ import stat
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Exchange", "last_user_prompt", "read_exchanges"]
+__all__ = ["Exchange", "last_exchange", "last_user_prompt", "read_exchanges"]
 
 DEFAULT_MAX_BYTES = 20_000_000
-# Tail windows tried by last_user_prompt before falling back to max_bytes: the latest prompt is
+# Tail windows tried by last_exchange before falling back to max_bytes: the latest prompt is
 # nearly always near the end, and the Stop hook should not parse 20 MB to find it.
 _PROMPT_WINDOWS = (256_000, 4_000_000)
 # Prompts that are not human input: slash-command echoes and their local output.
@@ -199,10 +199,14 @@ def read_exchanges(
     return [] if data is None else _parse(data)
 
 
-def last_user_prompt(
+def last_exchange(
     path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTES
-) -> str | None:
-    """The most recent real user prompt, reading small tail windows first (Stop hook path)."""
+) -> Exchange | None:
+    """The most recent exchange, reading small tail windows first (Stop hook path).
+
+    Growing windows find a prompt that lies far from the end (long tool output after it)
+    without parsing a whole large transcript in the common case.
+    """
     limit = max(max_bytes, 1)
     for window in (*(w for w in _PROMPT_WINDOWS if w < limit), limit):
         data = _read_tail(path, window)
@@ -210,10 +214,18 @@ def last_user_prompt(
             return None
         exchanges = _parse(data)
         if exchanges:
-            return exchanges[-1].prompt
+            return exchanges[-1]
         try:
             if os.path.getsize(path) <= window:
                 return None  # the whole file was read; a larger window finds nothing new
         except OSError:
             return None
     return None
+
+
+def last_user_prompt(
+    path: str | os.PathLike[str], *, max_bytes: int = DEFAULT_MAX_BYTES
+) -> str | None:
+    """The most recent real user prompt (see last_exchange)."""
+    last = last_exchange(path, max_bytes=max_bytes)
+    return last.prompt if last is not None else None

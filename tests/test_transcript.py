@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pma_mcp.transcript import Exchange, last_user_prompt, read_exchanges
+from pma_mcp.transcript import Exchange, last_exchange, last_user_prompt, read_exchanges
 
 SESSION = "7d3f2b10-5c6e-4e2a-8f41-9b0c1d2e3f40"
 _COMMON: dict[str, Any] = {
@@ -412,3 +412,17 @@ def test_exchange_is_frozen() -> None:
     exchange = Exchange(user_uuid=None, prompt="p", reply="r", timestamp=None)
     with pytest.raises(dataclasses.FrozenInstanceError):
         exchange.prompt = "changed"  # type: ignore[misc]
+
+
+def test_last_exchange_keeps_the_prompt_uuid_far_from_the_end(tmp_path: Path) -> None:
+    """The Stop hook dedups against pre-compact by the prompt's uuid, even past 512 KB."""
+    path = tmp_path / "far.jsonl"
+    lines = [
+        {"type": "user", "uuid": "u-far", "message": {"role": "user", "content": "migrate it"}},
+        *({"type": "assistant", "uuid": f"a{i}", "message": {
+            "id": f"m{i}", "role": "assistant",
+            "content": [{"type": "text", "text": "x" * 1000}]}} for i in range(700)),
+    ]
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    last = last_exchange(path)
+    assert last is not None and last.user_uuid == "u-far" and last.prompt == "migrate it"
