@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from pma_mcp import lexicon
 from pma_mcp.config import Weights
 from pma_mcp.models import (
     TIER_ORDER,
@@ -102,9 +103,6 @@ def _decision(
     score: ScoreBreakdown,
     merge_into: str | None = None,
 ) -> GCDecision:
-    preview = memory.content if len(memory.content) <= PREVIEW_CHARS else (
-        memory.content[: PREVIEW_CHARS - 1] + "…"
-    )
     return GCDecision(
         memory_id=memory.id,
         action=action,
@@ -113,7 +111,7 @@ def _decision(
         reason=reason,
         breakdown=score,
         token_count=memory.token_count,
-        content_preview=preview,
+        content_preview=lexicon.preview(memory.content, PREVIEW_CHARS),
         merge_into=merge_into,
     )
 

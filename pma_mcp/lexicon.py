@@ -68,3 +68,8 @@ def names_speaker(query_tokens: AbstractSet[str], speaker: str | None) -> bool:
     if not speaker:
         return False
     return any(w in query_tokens for w in words(speaker) if w not in STOPWORDS)
+
+
+def preview(text: str, limit: int) -> str:
+    """At most `limit` characters of `text`, an ellipsis marking a cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"

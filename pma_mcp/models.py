@@ -259,4 +259,3 @@ class Scope:
     namespaces: tuple[str, ...]
     memory_type: MemoryType | None = None
     tags: tuple[str, ...] = ()
-    include_superseded: bool = False

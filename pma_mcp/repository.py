@@ -262,7 +262,7 @@ def _scope_sql(scope: Scope) -> tuple[str, list[Any]]:
     if scope.memory_type is not None:
         parts.append("m.memory_type = ?")
         params.append(scope.memory_type.value)
-    if not scope.include_superseded and scope.memory_type != MemoryType.ARCHIVED:
+    if scope.memory_type != MemoryType.ARCHIVED:  # corrected memories only when asked for
         parts.append("m.superseded_by IS NULL")
     if scope.tags:
         parts.append(

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from pma_mcp import collector, graph, retrieval, transfer, validation
+from pma_mcp import collector, graph, lexicon, retrieval, transfer, validation
 from pma_mcp.budget import TokenCounter, default_counter, pack
 from pma_mcp.config import GLOBAL_NAMESPACE, Settings
 from pma_mcp.errors import Ambiguous, InvalidInput, NotFound
@@ -173,7 +173,8 @@ class MemoryService:
     async def delete(self, memory_id: object, *, namespace: str | None = None) -> DeleteResult:
         memory = await self._resolve(memory_id, self._visible(namespace))
         await self.repo.delete(memory, self._clock(), reason="forgotten on request")
-        return DeleteResult(deleted_id=memory.id, content_preview=_preview(memory.content))
+        return DeleteResult(deleted_id=memory.id,
+                            content_preview=lexicon.preview(memory.content, PREVIEW_CHARS))
 
     # ------------------------------------------------------------------ read
 
@@ -540,10 +541,6 @@ def _new_id() -> str:
 def _pack_pool(token_budget: int) -> int:
     """How many ranked memories to consider for a budget (assumes ≥ 20 tokens per memory)."""
     return max(10, min(retrieval.CANDIDATES, token_budget // 20))
-
-
-def _preview(text: str) -> str:
-    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
 
 
 def _query(value: object) -> str:
