@@ -66,15 +66,10 @@ def main(argv: Sequence[str]) -> int:
             return _report([Finding("config", "fail", str(exc),
                                     "correct or unset the variable named above")], args.json)
         return _fail(str(exc))
-    logging.basicConfig(stream=sys.stderr, level=_level(settings.log_level),
+    logging.basicConfig(stream=sys.stderr, level=settings.log_level,
                         format="pma-mcp: %(levelname)s %(name)s: %(message)s")
     handler: Handler = args.handler
     return _guarded(lambda: asyncio.run(handler(args, settings)))
-
-
-def _level(name: str) -> int:
-    value = logging.getLevelName(name)
-    return value if isinstance(value, int) else logging.WARNING
 
 
 def _guarded(run: Callable[[], int]) -> int:

@@ -23,6 +23,23 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
 
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+LOG_LEVELS: tuple[LogLevel, ...] = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def log_level(raw: str) -> LogLevel | None:
+    """A PMA_LOG_LEVEL value as a logging level name (WARN is WARNING), or None if unknown.
+
+    Unknown is not an error: a typo in a log setting must not stop a hook or the server.
+    """
+    name = raw.strip().upper()
+    name = "WARNING" if name == "WARN" else name
+    for level in LOG_LEVELS:
+        if name == level:
+            return level
+    return None
+
+
 @dataclass(frozen=True)
 class Weights:
     """Composite-score weights; the seed's values. They must sum to 1 so scores stay in [0, 1]."""
@@ -49,7 +66,9 @@ class Settings:
     namespace: str = GLOBAL_NAMESPACE
     namespace_is_fallback: bool = False
     """True when no project could be told (no PMA_NAMESPACE, no project dir, cwd "/")."""
-    log_level: str = "WARNING"
+    log_level: LogLevel = "WARNING"
+    unknown_log_level: str | None = None
+    """The PMA_LOG_LEVEL value that was not a level (WARNING is used); callers warn once."""
     weights: Weights = field(default_factory=Weights)
     autosave: bool = True
     redact: bool = True
@@ -73,13 +92,16 @@ class Settings:
             raise ConfigError(f"PMA_STORAGE must be 'sqlite' or 'memory', got {storage!r}")
         raw_path = env.get("PMA_DB_PATH", "").strip() or DEFAULT_DB_PATH
         namespace = resolve_namespace(env, cwd=cwd)
+        raw_level = env.get("PMA_LOG_LEVEL", "").strip() or "WARNING"
+        level = log_level(raw_level)
         return cls(
             db_path=Path(raw_path).expanduser(),
             storage="memory" if storage == "memory" else "sqlite",
             namespace=namespace,
             namespace_is_fallback=namespace == GLOBAL_NAMESPACE
             and env.get("PMA_NAMESPACE", "").strip() != GLOBAL_NAMESPACE,
-            log_level=(env.get("PMA_LOG_LEVEL", "").strip() or "WARNING").upper(),
+            log_level=level or "WARNING",
+            unknown_log_level=None if level else raw_level,
             weights=_weights_from_env(env),
             autosave=_flag(env, "PMA_AUTOSAVE", default=True),
             redact=_flag(env, "PMA_REDACT", default=True),

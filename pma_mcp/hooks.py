@@ -96,7 +96,7 @@ def _run(event: str, handler: Handler) -> str | None:
         if payload is None:
             return None
         settings = _settings(payload)
-        _set_level(settings.log_level)
+        _set_level(settings)
         return asyncio.run(handler(payload, settings))
     except KeyboardInterrupt:
         return None
@@ -124,12 +124,12 @@ def _setup_logging() -> None:
     logger.setLevel(logging.WARNING)
 
 
-def _set_level(name: str) -> None:
+def _set_level(settings: Settings) -> None:
     """PMA_LOG_LEVEL; an unknown level name keeps WARNING rather than skipping the hook."""
-    try:
-        logging.getLogger("pma_mcp").setLevel(name)
-    except ValueError:
-        log.warning("PMA_LOG_LEVEL %r is not a logging level; using WARNING", name)
+    logging.getLogger("pma_mcp").setLevel(settings.log_level)
+    if settings.unknown_log_level is not None:
+        log.warning("PMA_LOG_LEVEL %r is not a logging level; using WARNING",
+                    settings.unknown_log_level)
 
 
 def _log_failure(event: str, exc: BaseException) -> None:

@@ -29,7 +29,7 @@ from pydantic import Field
 
 from pma_mcp import __version__
 from pma_mcp.budget import TokenCounter
-from pma_mcp.config import GLOBAL_NAMESPACE, Settings
+from pma_mcp.config import GLOBAL_NAMESPACE, LOG_LEVELS, Settings
 from pma_mcp.errors import Ambiguous, ConfigError, InvalidInput, NotFound, PmaError
 from pma_mcp.schemas import (
     ContextResult,
@@ -237,7 +237,7 @@ def build_server(
         instructions=INSTRUCTIONS,
         version=__version__,
         lifespan=rt.lifespan,
-        log_level=_sdk_level(settings.log_level),
+        log_level=settings.log_level,
     )
     _add_tools(app, rt)
     _add_resources(app, rt)
@@ -512,30 +512,16 @@ def _add_prompts(app: MCPServer[Any], rt: _Runtime) -> None:
 # --------------------------------------------------------------------------- main
 
 
-_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-SdkLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
-
-
-def _sdk_level(level: str) -> SdkLevel:
-    name = level.strip().upper()
-    if name == "WARN":
-        name = "WARNING"
-    for known in _LEVELS:
-        if name == known:
-            return known  # type: ignore[return-value]
-    return "WARNING"
-
-
-def configure_logging(level: str) -> None:
+def configure_logging(settings: Settings) -> None:
     """Logs go to stderr only: stdout carries the protocol."""
-    name = _sdk_level(level)
-    logging.basicConfig(
-        stream=sys.stderr, level=name, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logging.basicConfig(stream=sys.stderr, level=settings.log_level,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # aiosqlite logs every statement at DEBUG; that drowns the server's own messages.
-    logging.getLogger("aiosqlite").setLevel(max(logging.INFO, logging.getLevelName(name)))
-    if name != level.strip().upper() and level.strip().upper() != "WARN":
-        log.warning("PMA_LOG_LEVEL=%r is not one of %s; using WARNING", level, ", ".join(_LEVELS))
+    logging.getLogger("aiosqlite").setLevel(
+        max(logging.INFO, logging.getLevelName(settings.log_level)))
+    if settings.unknown_log_level is not None:
+        log.warning("PMA_LOG_LEVEL=%r is not one of %s; using WARNING",
+                    settings.unknown_log_level, ", ".join(LOG_LEVELS))
 
 
 def banner(settings: Settings, *, tty: bool) -> str:
@@ -576,7 +562,7 @@ def main(argv: Sequence[str] = ()) -> int:
     except ConfigError as err:
         sys.stderr.write(f"pma-mcp: configuration error: {err}\n")
         return 1
-    configure_logging(settings.log_level)
+    configure_logging(settings)
     sys.stderr.write(banner(settings, tty=sys.stdin.isatty()))
     try:
         anyio.run(build_server(settings).run_stdio_async)

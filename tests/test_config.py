@@ -47,3 +47,15 @@ def test_defaults_and_overrides(tmp_path: Path) -> None:
 def test_bad_values_are_refused_with_the_variable_named(key: str, value: str) -> None:
     with pytest.raises(ConfigError, match=key):
         Settings.from_env({key: value})
+
+
+@pytest.mark.parametrize(
+    ("raw", "level", "unknown"),
+    [("debug", "DEBUG", None), (" warn ", "WARNING", None), ("", "WARNING", None),
+     ("LOUD", "WARNING", "LOUD")],
+)
+def test_log_level_is_resolved_once_and_never_fatal(
+    raw: str, level: str, unknown: str | None
+) -> None:
+    settings = Settings.from_env({"PMA_LOG_LEVEL": raw})
+    assert (settings.log_level, settings.unknown_log_level) == (level, unknown)
