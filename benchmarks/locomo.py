@@ -1,7 +1,7 @@
 """LoCoMo turn recall: pma-mcp `recall` beside the seed's TF-IDF and BM25, in one run.
 
     uv run --group bench python -m benchmarks.locomo --data locomo10.json [--via-stdio]
-        [--limit-conversations N]
+        [--limit-conversations N] [--time-true] [--weights S,I,R,A]
 
 Every turn of every conversation is stored through the public path, in order: content
 "<speaker>: <text>", one session id per LoCoMo session, metadata {dia_id, session_date}, one
@@ -16,6 +16,13 @@ product's behaviour and is kept. The baselines rank the same turns for the same 
 fresh index per conversation: the seed's method (scikit-learn TfidfVectorizer, cosine) and BM25
 (bm25s, PyStemmer English stemming, English stopwords).
 
+--time-true also replays the conversations as the product lives them: each session is stored at
+its own `session_N_date_time` (turns 30 s apart) through the service's clock, the collector runs
+over the namespace after every session (as the hooks' auto-GC does, no near-duplicate merges),
+and every question is asked at +1 minute, +1 hour, +1 day and +30 days after its conversation's
+last turn, each offset on its own copy of that store. One row per offset; the baselines do not
+depend on time, so their one-instant figures stand beside every row.
+
 LoCoMo (Maharana et al., ACL 2024; Snap Research) is CC BY-NC 4.0: download data/locomo10.json
 from the public LoCoMo repository; never commit it.
 """
@@ -27,6 +34,7 @@ import asyncio
 import json
 import os
 import platform
+import shutil
 import sqlite3
 import statistics
 import sys
@@ -35,12 +43,13 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
 from mcp import Client, StdioServerParameters
 
-from pma_mcp.config import Settings
+from pma_mcp.config import Settings, Weights, parse_weights
 from pma_mcp.service import MemoryService
 
 LIMIT = 10
@@ -68,6 +77,12 @@ class Turn:
     @property
     def content(self) -> str:
         return f"{self.speaker}: {self.text}"
+
+    @property
+    def session_start(self) -> float:
+        """Epoch seconds of the session's `session_N_date_time` ("1:56 pm on 8 May, 2023")."""
+        when = datetime.strptime(self.date.strip(), "%I:%M %p on %d %B, %Y")
+        return when.replace(tzinfo=UTC).timestamp()
 
 
 @dataclass(frozen=True)
@@ -303,6 +318,121 @@ async def run_ours(convs: Sequence[Conversation], via_stdio: bool) -> OursRun:
     return OursRun(rankings, stored, latencies)
 
 
+TURN_SECONDS = 30.0
+OFFSETS: tuple[tuple[str, float], ...] = (
+    ("+1 minute", 60.0), ("+1 hour", 3_600.0), ("+1 day", 86_400.0),
+    ("+30 days", 30 * 86_400.0),
+)
+
+
+class Clock:
+    """The service's clock, moved by the replay."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def turn_times(conv: Conversation) -> list[float]:
+    """When each turn is stored: its session's date, then TURN_SECONDS apart."""
+    times: list[float] = []
+    index_in_session = 0
+    for i, turn in enumerate(conv.turns):
+        first = i == 0 or conv.turns[i - 1].session != turn.session
+        index_in_session = 0 if first else index_in_session + 1
+        times.append(turn.session_start + index_in_session * TURN_SECONDS)
+    return times
+
+
+async def store_time_true(
+    service: MemoryService, clock: Clock, conv: Conversation
+) -> dict[str, int]:
+    """Store `conv` session by session at its own dates, GC after each session.
+
+    Returns how many memories the collector changed, by action, over the replay.
+    """
+    backend = ServiceBackend(service)
+    actions: dict[str, int] = {}
+    times = turn_times(conv)
+    for i, (turn, at) in enumerate(zip(conv.turns, times, strict=True)):
+        clock.now = at
+        await backend.remember(conv, turn)
+        last_of_session = i + 1 == len(conv.turns) or conv.turns[i + 1].session != turn.session
+        if last_of_session:
+            clock.now = at + 1.0
+            result = await service.gc_run(namespace=conv.namespace)
+            for decision in result.decisions:
+                actions[decision.action] = actions.get(decision.action, 0) + 1
+    return actions
+
+
+@dataclass
+class TimeTrueRun:
+    rankings: dict[str, dict[str, list[list[str]]]]
+    """offset label → sample_id → ranked dia_ids per question."""
+    gc_actions: dict[str, int]
+    surviving_evidence: int
+    evidence: int
+
+
+async def run_time_true(
+    convs: Sequence[Conversation], weights: Weights | None = None
+) -> TimeTrueRun:
+    """Replay at real dates into one store, then ask at each offset on a copy of it."""
+    weights = weights or Weights()
+    with tempfile.TemporaryDirectory(prefix="pma-locomo-tt-") as tmp:
+        base = Path(tmp) / "replay.db"
+        clock = Clock()
+        settings = Settings(db_path=base, namespace="locomo", weights=weights)
+        actions: dict[str, int] = {}
+        surviving: set[str] = set()
+        async with await MemoryService.open(settings, clock=clock,
+                                            merge_near_duplicates=False) as service:
+            for conv in convs:
+                for action, n in (await store_time_true(service, clock, conv)).items():
+                    actions[action] = actions.get(action, 0) + n
+            for conv in convs:
+                kept = await service.repo.namespace_memories(conv.namespace)
+                surviving |= {f"{conv.sample_id}/{m.metadata.get('dia_id')}" for m in kept}
+        evidence = {f"{c.sample_id}/{e}" for c in convs for q in c.questions for e in q.evidence}
+        rankings: dict[str, dict[str, list[list[str]]]] = {}
+        for label, offset in OFFSETS:
+            copy = Path(tmp) / f"ask-{offset:.0f}.db"
+            shutil.copyfile(base, copy)
+            per_conv = rankings.setdefault(label, {})
+            async with await MemoryService.open(
+                Settings(db_path=copy, namespace="locomo", weights=weights), clock=clock,
+            ) as service:
+                backend = ServiceBackend(service)
+                for conv in convs:
+                    clock.now = turn_times(conv)[-1] + offset
+                    per_conv[conv.sample_id] = [await backend.recall(conv, q.text)
+                                                for q in conv.questions]
+            copy.unlink()
+    return TimeTrueRun(rankings, actions, len(evidence & surviving), len(evidence))
+
+
+def time_true_report(run: TimeTrueRun, convs: Sequence[Conversation],
+                     baselines: Mapping[str, Scores]) -> list[str]:
+    """One row per offset: ours beside the (time-independent) baselines."""
+    names = list(baselines)
+    lines = [f"{'asked':<12}| {OURS:<19} | " + " | ".join(f"{m:<19}" for m in names)
+             + " | ours - best baseline R@5",
+             f"{'':<12}| " + " | ".join(f"{'R@1   R@5   R@10':<19}" for _ in range(1 + len(names)))]
+    best = max(baselines[m].mean()[1] for m in names)
+    for label, _ in OFFSETS:
+        ours = score(convs, run.rankings[label]).mean()
+        lines.append(f"{label:<12}| {_fmt(ours):<19} | "
+                     + " | ".join(f"{_fmt(baselines[m].mean()):<19}" for m in names)
+                     + f" | {ours[1] - best:+.3f}")
+    moved = ", ".join(f"{a} {n}" for a, n in sorted(run.gc_actions.items())) or "nothing"
+    lines.append(f"GC during the replay: {moved}; evidence turns still stored "
+                 f"{run.surviving_evidence}/{run.evidence}")
+    return lines
+
+
 # ---------------------------------------------------------------- report
 
 
@@ -357,6 +487,10 @@ async def main() -> None:
     parser.add_argument("--via-stdio", action="store_true",
                         help="store and recall through the real server over stdio")
     parser.add_argument("--limit-conversations", type=int, default=None, metavar="N")
+    parser.add_argument("--time-true", action="store_true",
+                        help="also replay sessions at their own dates and ask at offsets")
+    parser.add_argument("--weights", default=None, metavar="S,I,R,A",
+                        help="score weights for the time-true replay (as PMA_WEIGHTS)")
     args = parser.parse_args()
     try:
         import bm25s  # noqa: F401
@@ -381,8 +515,18 @@ async def main() -> None:
     baselines = time.perf_counter() - t
     results = {OURS: score(convs, ours.rankings), SEED: score(convs, seed),
                BM25: score(convs, bm25)}
+    print("one instant (every turn stored as fast as it goes, questions asked at once):")
     for line in report(results):
         print(line.rstrip())
+    if args.time_true:
+        t = time.perf_counter()
+        weights = parse_weights(args.weights) if args.weights else None
+        replay = await run_time_true(convs, weights)
+        print(f"time-true (sessions at their own dates, GC after each session, "
+              f"in-process, {time.perf_counter() - t:.1f} s):")
+        for line in time_true_report(replay, convs, {SEED: results[SEED],
+                                                     BM25: results[BM25]}):
+            print(line.rstrip())
     print(f"time: store {ours.store_seconds:.1f} s ({ours.store_seconds / n_turns * 1000:.2f} "
           f"ms/turn), recall p50 {statistics.median(ours.recall_ms):.2f} ms "
           f"p95 {percentile(ours.recall_ms, 0.95):.2f} ms, baselines {baselines:.1f} s, "

@@ -107,10 +107,11 @@ def default_counter() -> TokenCounter:
 
 
 def pack(ranked: Sequence[ScoredMemory], token_budget: int) -> ContextPack:
-    """Greedy by score: take each memory that still fits, skip the ones that don't."""
+    """Greedy in rank order (`ranked` comes best first from retrieval): take each memory that
+    still fits, skip the ones that don't."""
     chosen: list[ScoredMemory] = []
     used = 0
-    for item in sorted(ranked, key=lambda r: r.score, reverse=True):
+    for item in ranked:
         cost = item.memory.token_count
         if used + cost <= token_budget:
             chosen.append(item)

@@ -172,8 +172,11 @@ def _unit(env: Mapping[str, str], key: str, *, default: float) -> float:
 
 def _weights_from_env(env: Mapping[str, str]) -> Weights:
     raw = env.get("PMA_WEIGHTS", "").strip()
-    if not raw:
-        return Weights()
+    return parse_weights(raw) if raw else Weights()
+
+
+def parse_weights(raw: str) -> Weights:
+    """PMA_WEIGHTS text ("0.4,0.3,0.2,0.1") → Weights, or a ConfigError saying what is wrong."""
     parts = [p.strip() for p in raw.split(",")]
     if len(parts) != 4:
         raise ConfigError(

@@ -23,8 +23,11 @@ hook and the CLI.
    at average length; Σ runs over every query term, searched or not. So x measures how much
    of the query's information a memory matches; the map is monotone (the ranking is kept)
    and gives 0.9 to that ideal match, 0.68 to half of it.
-5. Composite per `scoring`, `min_score`, top-k; only those are loaded in full; then one
-   write counts the access.
+5. Composite per `scoring` (what every result shows, and what `min_score` filters on); the
+   order is `scoring.relevance_rank`: similarity, lifted by at most ~15% by importance,
+   recency and access, so those decide among comparably relevant memories but a fresh,
+   weakly related memory never outranks one that answers the query. Top-k; only those are
+   loaded in full; then one write counts the access.
 
 A query with no searchable words (empty, or only stopwords/punctuation) is a query-less
 request: memories come back by composite alone (semantic 0), as in the seed.
@@ -42,7 +45,7 @@ from pma_mcp import lexicon
 from pma_mcp.config import Weights
 from pma_mcp.models import Memory, Scope, ScoredMemory
 from pma_mcp.repository import Repository, TermStats
-from pma_mcp.scoring import score
+from pma_mcp.scoring import relevance_rank, score
 
 CANDIDATES = 300
 """How many BM25 candidates are re-ranked."""
@@ -166,7 +169,8 @@ async def search(
     touch: bool = True,
     min_similarity: float = 0.0,
 ) -> list[ScoredMemory]:
-    """Rank memories in `scope` for `query`; count an access for what is returned if `touch`.
+    """Rank memories in `scope` for `query`, best first (see the module docstring for the
+    order); count an access for what is returned if `touch`.
 
     `min_similarity` drops candidates below that semantic_similarity before the top-k cut,
     so a relevance floor never leaves the caller with fewer results than it could have.
@@ -186,12 +190,13 @@ async def search(
         parts = score(candidate.importance, candidate.created_at, candidate.access_count,
                       now, weights, semantic)
         if parts.composite >= min_score and semantic >= min_similarity:
-            ranked.append((parts, candidate.seq))
-    ranked.sort(key=lambda r: (r[0].composite, r[1]), reverse=True)
-    ranked = ranked[:limit]
-    loaded = await repo.memories_by_seq([seq for _, seq in ranked])
+            order = relevance_rank(parts, weights) if analysed else parts.composite
+            ranked.append((order, parts, candidate.seq))
+    ranked.sort(key=lambda r: (r[0], r[1].composite, r[2]), reverse=True)
+    top = [(parts, seq) for _, parts, seq in ranked[:limit]]
+    loaded = await repo.memories_by_seq([seq for _, seq in top])
     results = [ScoredMemory(memory=loaded[seq], score=parts.composite, breakdown=parts)
-               for parts, seq in ranked if seq in loaded]
+               for parts, seq in top if seq in loaded]
     if touch and results:
         await repo.touch([r.memory for r in results], now, reason="recalled")
     return results

@@ -5,6 +5,10 @@
 
 with the seed's weights 0.4 / 0.3 / 0.2 / 0.1 (configurable, validated to sum to 1 in
 `config.Weights`). Age counts from creation; `now` is passed in so tests pin exact values.
+
+The composite is what users see and what the collector acts on. Recall with a query orders by
+`relevance_rank` instead (see there): relevance first, the other terms deciding among
+comparably relevant memories.
 """
 
 from __future__ import annotations
@@ -26,6 +30,31 @@ def recency(age_hours: float) -> float:
 def access_frequency(access_count: int) -> float:
     """log1p(count)/10 capped at 1: the first accesses matter most."""
     return min(math.log1p(max(access_count, 0)) / ACCESS_LOG_SCALE, 1.0)
+
+
+CONTEXT_LIFT = 0.25
+"""How far importance, recency and access can lift a relevant memory: at most ×(1 + 0.25·0.6)
+= ×1.15 with the seed's weights, so they reorder memories whose similarities lie within ~13%
+of each other and never carry a weak match over a clearly better one."""
+
+
+def relevance_rank(parts: ScoreBreakdown, weights: Weights) -> float:
+    """The order of recall results for a query with searchable words:
+
+        rank = semantic · (1 + CONTEXT_LIFT · (w_i·importance + w_r·recency + w_a·access))
+
+    Why not the composite: its `0.2·exp(−0.1·age_hours)` gives every memory saved in the last
+    hours up to +0.2, more than the similarity gap between a loosely related fresh turn and the
+    old turn that answers the question (LoCoMo replayed at its own dates: R@5 0.34 one minute
+    after the last turn against 0.67 a month later). Multiplying keeps the seed's intent —
+    among comparably relevant memories the newer, more important, more used one ranks first —
+    while the lift is proportional to relevance: a memory that matches nothing gains nothing,
+    and one matching half as well cannot catch up. The weights still shape the lift (and
+    PMA_WEIGHTS=1,0,0,0 ranks on similarity alone).
+    """
+    context = (weights.importance * parts.importance + weights.recency * parts.recency
+               + weights.access * parts.access_frequency)
+    return parts.semantic_similarity * (1.0 + CONTEXT_LIFT * context)
 
 
 def breakdown(

@@ -83,8 +83,10 @@ def scored(tokens: int, score: float) -> ScoredMemory:
     return ScoredMemory(memory=memory, score=score, breakdown=parts)
 
 
-def test_pack_is_greedy_by_score_and_skips_what_does_not_fit() -> None:
-    packed = pack([scored(5, 0.2), scored(60, 0.9), scored(50, 0.5), scored(30, 0.4)], 100)
+def test_pack_is_greedy_in_rank_order_and_skips_what_does_not_fit() -> None:
+    # Retrieval hands memories over best first; the pack keeps that order, not the composite's
+    # (which may differ from the rank: see scoring.relevance_rank).
+    packed = pack([scored(60, 0.5), scored(50, 0.9), scored(30, 0.4), scored(5, 0.2)], 100)
     assert [r.memory.token_count for r in packed.memories] == [60, 30, 5]
     assert packed.total_tokens == 95 and packed.budget_used == pytest.approx(0.95)
     assert pack([], 10).total_tokens == 0
