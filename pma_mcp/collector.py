@@ -10,6 +10,11 @@ more tokens than its capacity, its lowest-scored memory moves one tier down. And
 found by `consolidate` are merged into the better-scored copy.
 
 `plan()` is the whole decision; `service.gc_run` applies exactly the plan `gc_preview` shows.
+
+The collector scores with its own weights, `WEIGHTS` (the seed's 0.4/0.3/0.2/0.1), whatever
+PMA_WEIGHTS says: those shape recall. The thresholds above were set for the seed's weights;
+under a weighting whose query-less maximum is low (PMA_WEIGHTS=1,0,0,0 gives every memory 0
+without a query) the same rules would archive and then delete the whole store.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ from pma_mcp.models import (
 )
 from pma_mcp.scoring import breakdown
 
+WEIGHTS = Weights()
+"""What the collector scores with (see the module docstring)."""
 DEMOTION_THRESHOLD = 0.25
 PROMOTION_THRESHOLD = 0.45
 ARCHIVE_THRESHOLD = 0.10

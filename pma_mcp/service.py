@@ -321,7 +321,7 @@ class MemoryService:
             total_score += score
         for tier in by_tier.values():
             tier.avg_score = tier.avg_score / tier.count if tier.count else 0.0
-        plan = collector.plan(own, memories, now, self.settings.weights)
+        plan = collector.plan(own, memories, now, collector.WEIGHTS)
         return Stats(
             namespace=own,
             total=len(memories),
@@ -415,7 +415,7 @@ class MemoryService:
     ) -> GCPreview:
         if memories is None:
             memories = await self._gc_window(namespace, max_memories)
-        weights = self.settings.weights
+        weights = collector.WEIGHTS  # never PMA_WEIGHTS: see collector
         outside: dict[MemoryType, int] = {}
         if max_memories is not None:
             totals = await self.repo.tier_tokens(namespace)
