@@ -176,6 +176,16 @@ MIGRATIONS: tuple[db.Migration, ...] = (
             "WHERE col = 'content'",
         ),
     ),
+    db.Migration(
+        7,
+        "when each session's context was last compacted or cleared",
+        (
+            # What a session saved before this instant is no longer in its transcript.
+            """CREATE TABLE context_resets (
+                session_id TEXT PRIMARY KEY, at REAL NOT NULL
+            ) WITHOUT ROWID""",
+        ),
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -769,13 +779,29 @@ class Repository:
                 [(session_id, m.id, now) for m in memories],
             )
 
-    async def clear_injections(self, session_id: str) -> int:
-        """Forget what was injected into `session_id` (its context was compacted or cleared)."""
+    async def clear_injections(
+        self, session_id: str, now: float, *, forget_before: float
+    ) -> int:
+        """Forget what was injected into `session_id` and note when: its context was compacted
+        or cleared, so it no longer holds what it had (see `context_reset_at`)."""
         async with self._write() as conn:
             cur = await conn.execute(
                 "DELETE FROM hook_injections WHERE session_id = ?", (session_id,)
             )
+            await conn.execute("DELETE FROM context_resets WHERE at < ?", (forget_before,))
+            await conn.execute(
+                "INSERT OR REPLACE INTO context_resets (session_id, at) VALUES (?, ?)",
+                (session_id, now),
+            )
             return max(cur.rowcount, 0)
+
+    async def context_reset_at(self, session_id: str) -> float | None:
+        """When `session_id`'s context was last compacted or cleared, if it was."""
+        async with self._conn.execute(
+            "SELECT at FROM context_resets WHERE session_id = ?", (session_id,)
+        ) as cur:
+            row = await cur.fetchone()
+        return float(row[0]) if row else None
 
     async def integrity_check(self) -> str:
         async with self._conn.execute("PRAGMA integrity_check") as cur:

@@ -247,12 +247,14 @@ class MemoryService:
         *,
         min_similarity: float = 0.0,
         exclude_ids: Collection[str] = (),
+        exclude: Callable[[Memory], bool] | None = None,
     ) -> dict[str, ContextPack]:
         """One retrieval over several namespaces, each packed into its own token budget.
 
         The prompt hook's split (project 1,400 tokens + global 600) in one index pass rather
         than one per namespace: about 40% less time. Nothing is touched; the caller counts
-        an access for what it really shows.
+        an access for what it really shows. Memories in `exclude_ids` or for which `exclude`
+        holds are left out before packing (they cost no budget).
         """
         limits = {
             validation.namespace(name): _bounded_int("token_budget", budget, 1, MAX_TOKEN_BUDGET)
@@ -263,10 +265,10 @@ class MemoryService:
             limit=retrieval.CANDIDATES, now=self._clock(), weights=self.settings.weights,
             touch=False, min_similarity=_unit("min_similarity", min_similarity),
         )
+        kept = [r for r in ranked if r.memory.id not in exclude_ids
+                and (exclude is None or not exclude(r.memory))]
         return {
-            name: pack([r for r in ranked
-                        if r.memory.namespace == name and r.memory.id not in exclude_ids],
-                       budget)
+            name: pack([r for r in kept if r.memory.namespace == name], budget)
             for name, budget in limits.items()
         }
 
@@ -365,8 +367,22 @@ class MemoryService:
         )
 
     async def reset_injections(self, session_id: str) -> int:
-        """After a compaction or /clear the context no longer holds what was injected."""
-        return await self.repo.clear_injections(session_id)
+        """After a compaction or /clear the context no longer holds what was injected, nor
+        what the session saved until now."""
+        now = self._clock()
+        return await self.repo.clear_injections(
+            session_id, now, forget_before=now - INJECTION_RECORD_DAYS * 86_400.0)
+
+    async def in_context(self, session_id: str | None) -> Callable[[Memory], bool]:
+        """Whether a memory is already in `session_id`'s context: it was saved from that
+        session's own exchanges after the session was last compacted or cleared (or ever, if
+        it never was), so its transcript still holds it."""
+        if session_id is None:
+            return lambda memory: False
+        reset = await self.repo.context_reset_at(session_id)
+        since = float("-inf") if reset is None else reset
+        return lambda memory: (memory.session_id == session_id
+                               and memory.created_at.timestamp() > since)
 
     # -------------------------------------------------------------------- gc
 
