@@ -433,6 +433,42 @@ def time_true_report(run: TimeTrueRun, convs: Sequence[Conversation],
     return lines
 
 
+FLOORS = (0.35, 0.45, 0.55)
+
+
+async def floor_report(convs: Sequence[Conversation]) -> list[str]:
+    """The prompt hook's relevance floor (PMA_HOOK_MIN_SIMILARITY), measured: of the evidence
+    turns recall finds in its top 10, the share at or above each floor; and the share of
+    questions that would inject something if asked in another conversation's namespace."""
+    with tempfile.TemporaryDirectory(prefix="pma-locomo-floor-") as tmp:
+        settings = Settings(db_path=Path(tmp) / "floor.db", namespace="locomo")
+        async with await MemoryService.open(settings) as service:
+            backend = ServiceBackend(service)
+            for conv in convs:
+                for turn in conv.turns:
+                    await backend.remember(conv, turn)
+            found: list[float] = []
+            foreign: list[float] = []
+            for i, conv in enumerate(convs):
+                other = convs[(i + 1) % len(convs)]
+                for q in conv.questions:
+                    hits = await service.search(q.text, namespace=conv.namespace, limit=LIMIT,
+                                                include_global=False, touch=False)
+                    found += [r.breakdown.semantic_similarity for r in hits
+                              if str(r.memory.metadata.get("dia_id")) in q.evidence]
+                    if other is not conv:
+                        top = await service.search(q.text, namespace=other.namespace, limit=1,
+                                                   include_global=False, touch=False)
+                        foreign.append(top[0].breakdown.semantic_similarity if top else 0.0)
+    lines = [f"{'floor':<7}| evidence found in top 10 kept | questions of another "
+             "conversation that inject"]
+    for floor in FLOORS:
+        kept = sum(s >= floor for s in found) / len(found) if found else 0.0
+        leak = sum(s >= floor for s in foreign) / len(foreign) if foreign else 0.0
+        lines.append(f"{floor:<7.2f}| {kept:>28.1%} | {leak:>6.1%}")
+    return lines
+
+
 # ---------------------------------------------------------------- report
 
 
@@ -489,6 +525,8 @@ async def main() -> None:
     parser.add_argument("--limit-conversations", type=int, default=None, metavar="N")
     parser.add_argument("--time-true", action="store_true",
                         help="also replay sessions at their own dates and ask at offsets")
+    parser.add_argument("--floors", action="store_true",
+                        help="also measure the prompt hook's relevance floor")
     parser.add_argument("--weights", default=None, metavar="S,I,R,A",
                         help="score weights for the time-true replay (as PMA_WEIGHTS)")
     args = parser.parse_args()
@@ -527,6 +565,10 @@ async def main() -> None:
         for line in time_true_report(replay, convs, {SEED: results[SEED],
                                                      BM25: results[BM25]}):
             print(line.rstrip())
+    if args.floors:
+        print("prompt hook relevance floor (semantic_similarity):")
+        for line in await floor_report(convs):
+            print(line)
     print(f"time: store {ours.store_seconds:.1f} s ({ours.store_seconds / n_turns * 1000:.2f} "
           f"ms/turn), recall p50 {statistics.median(ours.recall_ms):.2f} ms "
           f"p95 {percentile(ours.recall_ms, 0.95):.2f} ms, baselines {baselines:.1f} s, "

@@ -73,7 +73,7 @@ class Settings:
     autosave: bool = True
     redact: bool = True
     autosave_gc_threshold: int = 80
-    hook_min_similarity: float = 0.45
+    hook_min_similarity: float = 0.55
     """The prompt hook's relevance floor on semantic_similarity (see hooks.py)."""
 
     @property
@@ -106,7 +106,7 @@ class Settings:
             autosave=_flag(env, "PMA_AUTOSAVE", default=True),
             redact=_flag(env, "PMA_REDACT", default=True),
             autosave_gc_threshold=_int(env, "PMA_GC_THRESHOLD", default=80),
-            hook_min_similarity=_unit(env, "PMA_HOOK_MIN_SIMILARITY", default=0.45),
+            hook_min_similarity=_unit(env, "PMA_HOOK_MIN_SIMILARITY", default=0.55),
         )
 
 

@@ -41,6 +41,9 @@ class Migration:
     version: int
     name: str
     statements: tuple[str, ...]
+    derive: tuple[str, ...] = ()
+    """Statements that (re)compute data kept beside the rows from the rows themselves; run
+    after `statements`, and idempotent, so a fixture written row by row can refill them."""
 
 
 async def connect(database: str, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> aiosqlite.Connection:
@@ -186,7 +189,7 @@ async def migrate(conn: aiosqlite.Connection, migrations: Sequence[Migration]) -
             if step.version <= current:
                 continue
             log.info("migrating database schema to v%d (%s)", step.version, step.name)
-            for statement in step.statements:
+            for statement in (*step.statements, *step.derive):
                 await conn.execute(statement)
         await conn.execute(f"PRAGMA user_version = {latest}")
     return latest

@@ -22,14 +22,15 @@ import dataclasses
 import json
 import math
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import aiosqlite
 
-from pma_mcp import db
+from pma_mcp import bm25, db
 from pma_mcp.config import Weights
 from pma_mcp.errors import StorageError
 from pma_mcp.lexicon import speaker_of
@@ -186,6 +187,50 @@ MIGRATIONS: tuple[db.Migration, ...] = (
             ) WITHOUT ROWID""",
         ),
     ),
+    db.Migration(
+        8,
+        "term vectors per memory and term statistics per namespace (see bm25.py)",
+        (
+            "ALTER TABLE memories ADD COLUMN terms TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE memories ADD COLUMN label_terms TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE memories ADD COLUMN context_terms TEXT NOT NULL DEFAULT ''",
+            "ALTER TABLE memories ADD COLUMN doc_len INTEGER NOT NULL DEFAULT 0",
+            """CREATE TABLE namespace_terms (
+                namespace TEXT NOT NULL, term TEXT NOT NULL, df INTEGER NOT NULL,
+                PRIMARY KEY (namespace, term)
+            ) WITHOUT ROWID""",
+            """CREATE TABLE namespace_stats (
+                namespace TEXT PRIMARY KEY, docs INTEGER NOT NULL, length INTEGER NOT NULL
+            ) WITHOUT ROWID""",
+        ),
+        derive=(
+            # Each memory's tokens per column, read back from the full-text index in one pass.
+            "CREATE VIRTUAL TABLE temp.migration_instances "
+            "USING fts5vocab(main, memory_fts, instance)",
+            "CREATE TEMP TABLE migration_counts AS SELECT doc, col, term, count(*) AS n "
+            "FROM temp.migration_instances GROUP BY doc, col, term",
+            "CREATE INDEX temp.migration_counts_doc ON migration_counts(doc, col)",
+            *(
+                f"UPDATE memories SET {column} = coalesce((SELECT group_concat(v, '') FROM "
+                f"(SELECT ' ' || term || ':' || n AS v FROM temp.migration_counts "
+                f"WHERE doc = memories.seq AND col = '{col}' ORDER BY term)), '')"
+                for column, col in (("terms", "content"), ("label_terms", "labels"),
+                                    ("context_terms", "context"))
+            ),
+            "UPDATE memories SET doc_len = coalesce((SELECT sum(n) FROM temp.migration_counts "
+            "WHERE doc = memories.seq), 0)",
+            "DELETE FROM namespace_terms",
+            "INSERT INTO namespace_terms (namespace, term, df) "
+            "SELECT m.namespace, c.term, count(DISTINCT c.doc) FROM temp.migration_counts c "
+            "JOIN memories m ON m.seq = c.doc WHERE c.col IN ('content', 'labels') "
+            "GROUP BY m.namespace, c.term",
+            "DELETE FROM namespace_stats",
+            "INSERT INTO namespace_stats (namespace, docs, length) "
+            "SELECT namespace, count(*), sum(doc_len) FROM memories GROUP BY namespace",
+            "DROP TABLE temp.migration_counts",
+            "DROP TABLE temp.migration_instances",
+        ),
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -201,11 +246,22 @@ class Candidate:
     """Just what ranking needs, so only the memories that make the cut are loaded in full."""
 
     seq: int
-    bm25: float
+    fts_rank: float
+    """FTS5's bm25 (index-wide statistics): only the order in which candidates are taken."""
     importance: float
     created_at: float
     access_count: int
     speaker: str | None
+    document: bm25.Document
+
+
+@dataclass(frozen=True)
+class ScopeStats:
+    """Term statistics of the namespaces one query searches, and of no other (bm25.py)."""
+
+    docs: int
+    length: int
+    doc_freq: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -227,11 +283,14 @@ class Consistency:
     orphaned_fts: list[int]
     mismatched: list[int]
     term_counts_off: list[str] = dataclasses.field(default_factory=list)
+    vectors_off: list[int] = dataclasses.field(default_factory=list)
+    """Memories whose stored term vectors or length differ from their index row."""
+    namespace_stats_off: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return not (self.missing_in_fts or self.orphaned_fts or self.mismatched
-                    or self.term_counts_off)
+                    or self.term_counts_off or self.vectors_off or self.namespace_stats_off)
 
 
 def _memory(row: sqlite3.Row) -> Memory:
@@ -252,6 +311,25 @@ def _memory(row: sqlite3.Row) -> Memory:
         session_id=row["session_id"],
         content_hash=row["content_hash"],
         superseded_by=row["superseded_by"],
+    )
+
+
+_DOCUMENT = "m.terms, m.label_terms, m.context_terms, m.doc_len"
+
+
+def _document(row: Sequence[Any]) -> bm25.Document:
+    return bm25.Document(str(row[0]), str(row[1]), str(row[2]), int(row[3]))
+
+
+_NO_DOCUMENT = bm25.Document("", "", "", 0)
+
+
+def _candidate(row: Sequence[Any]) -> Candidate:
+    """(seq, fts rank, importance, created_at, access_count, speaker[, document columns])."""
+    return Candidate(
+        seq=int(row[0]), fts_rank=float(row[1]), importance=float(row[2]),
+        created_at=float(row[3]), access_count=int(row[4]), speaker=row[5],
+        document=_document(row[6:]) if len(row) > 6 else _NO_DOCUMENT,
     )
 
 
@@ -513,6 +591,27 @@ class Repository:
         anywhere = {t: min(total, fan * n) for t, n in own.items()}
         return TermStats(total, anywhere, own)
 
+    async def scope_stats(self, terms: Sequence[str], namespaces: Sequence[str]) -> ScopeStats:
+        """Memories, their total length and per term how many hold it in their own text,
+        summed over `namespaces` only."""
+        marks = _placeholders(len(namespaces))
+        async with self._conn.execute(
+            f"SELECT coalesce(sum(docs), 0), coalesce(sum(length), 0) FROM namespace_stats "
+            f"WHERE namespace IN ({marks})", tuple(namespaces),
+        ) as cur:
+            row = await cur.fetchone()
+        docs, length = (int(row[0]), int(row[1])) if row else (0, 0)
+        freq = dict.fromkeys(terms, 0)
+        if terms:
+            async with self._conn.execute(
+                f"SELECT term, sum(df) FROM namespace_terms WHERE namespace IN ({marks}) "
+                f"AND term IN ({_placeholders(len(terms))}) GROUP BY term",
+                (*namespaces, *terms),
+            ) as cur:
+                for term, df in await cur.fetchall():
+                    freq[str(term)] = int(df)
+        return ScopeStats(docs, length, freq)
+
     async def lexical_candidates(
         self, match: str, scope: Scope, limit: int, weights: tuple[float, float, float]
     ) -> list[Candidate]:
@@ -525,13 +624,13 @@ class Repository:
         where, params = _scope_sql(scope)
         sql = (
             "SELECT m.seq, -bm25(memory_fts, ?, ?, ?) AS bm25, m.importance, "
-            "m.created_at, m.access_count, m.speaker "
+            f"m.created_at, m.access_count, m.speaker, {_DOCUMENT} "
             "FROM memory_fts CROSS JOIN memories m ON m.seq = memory_fts.rowid "
             f"WHERE memory_fts MATCH ? AND {where} ORDER BY bm25 DESC LIMIT ?"
         )
         async with self._conn.execute(sql, (*weights, match, *params, limit)) as cur:
             rows = await cur.fetchall()
-        return [Candidate(*r) for r in rows]
+        return [_candidate(r) for r in rows]
 
     async def memories_by_seq(self, seqs: Sequence[int]) -> dict[int, Memory]:
         if not seqs:
@@ -543,21 +642,15 @@ class Repository:
         )
         return {m.seq: m for m in found}
 
-    async def lexical_score(
-        self, match: str, memory: Memory, weights: tuple[float, float, float]
-    ) -> tuple[float, str | None]:
-        """(BM25, speaker) of one memory for `match`, as lexical_candidates would score it."""
+    async def lexical_document(self, memory: Memory) -> tuple[bm25.Document, str | None]:
+        """(BM25 document, speaker) of one memory, as lexical_candidates would return them."""
         async with self._conn.execute(
-            "SELECT -bm25(memory_fts, ?, ?, ?) FROM memory_fts "
-            "WHERE memory_fts MATCH ? AND rowid = ?",
-            (*weights, match, memory.seq),
+            f"SELECT {_DOCUMENT}, m.speaker FROM memories m WHERE seq = ?", (memory.seq,)
         ) as cur:
             row = await cur.fetchone()
-        async with self._conn.execute(
-            "SELECT speaker FROM memories WHERE seq = ?", (memory.seq,)
-        ) as cur:
-            who = await cur.fetchone()
-        return (float(row[0]) if row else 0.0), (who[0] if who else None)
+        if row is None:
+            return _NO_DOCUMENT, None
+        return _document(row[:4]), row[4]
 
     async def has_content(self, namespace: str, content_hash: str) -> bool:
         async with self._conn.execute(
@@ -584,7 +677,7 @@ class Repository:
         args = (*params, weights.importance, weights.recency, now, weights.access, limit)
         async with self._conn.execute(sql, args) as cur:
             rows = await cur.fetchall()
-        return [Candidate(*r) for r in rows]
+        return [_candidate(r) for r in rows]
 
     async def namespace_memories(
         self,
@@ -741,7 +834,59 @@ class Repository:
             "WHERE v.doc IS NOT d.df LIMIT 100"
         ) as cur:
             counts_off = [str(r[0]) for r in await cur.fetchall()]
-        return Consistency(len(rows), fts_rows, missing, orphaned, mismatched, counts_off)
+        return Consistency(len(rows), fts_rows, missing, orphaned, mismatched, counts_off,
+                           await self._vectors_off(), await self._namespace_stats_off())
+
+    async def _vectors_off(self) -> list[int]:
+        """Memories whose term vectors or length differ from what their index row holds."""
+        async with self._write_lock:  # temp-schema DDL on the shared connection
+            await self._conn.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.consistency_instances "
+                "USING fts5vocab(main, memory_fts, instance)"
+            )
+        expected: dict[int, dict[str, Counter[str]]] = {}
+        async with self._conn.execute(
+            "SELECT doc, col, term, count(*) FROM temp.consistency_instances "
+            "GROUP BY doc, col, term"
+        ) as cur:
+            for doc, col, term, n in await cur.fetchall():
+                expected.setdefault(int(doc), {}).setdefault(str(col), Counter())[str(term)] = n
+        off: list[int] = []
+        async with self._conn.execute(
+            "SELECT seq, terms, label_terms, context_terms, doc_len FROM memories"
+        ) as cur:
+            for seq, *vectors, length in await cur.fetchall():
+                want = expected.get(int(seq), {})
+                got = [bm25.decode(str(v)) for v in vectors]
+                cols = [dict(want.get(c, {})) for c in ("content", "labels", "context")]
+                if (got != cols or int(length) != sum(sum(c.values()) for c in cols)) \
+                        and len(off) < 100:
+                    off.append(int(seq))
+        return off
+
+    async def _namespace_stats_off(self) -> list[str]:
+        """Namespaces whose kept document count, length or term counts are not their rows'."""
+        async with self._conn.execute(
+            "SELECT coalesce(m.namespace, s.namespace) FROM "
+            "(SELECT namespace, count(*) AS docs, sum(doc_len) AS length FROM memories "
+            " GROUP BY namespace) AS m FULL JOIN namespace_stats AS s "
+            "ON s.namespace = m.namespace "
+            "WHERE coalesce(m.docs, 0) IS NOT s.docs AND NOT (m.docs IS NULL AND s.docs = 0) "
+            "OR coalesce(m.length, 0) IS NOT coalesce(s.length, 0)"
+        ) as cur:
+            off = [str(r[0]) for r in await cur.fetchall()]
+        expected: dict[tuple[str, str], int] = {}
+        async with self._conn.execute(
+            "SELECT namespace, terms, label_terms FROM memories"
+        ) as cur:
+            for namespace, terms, labels in await cur.fetchall():
+                for term in set(bm25.decode(str(terms))) | set(bm25.decode(str(labels))):
+                    key = (str(namespace), term)
+                    expected[key] = expected.get(key, 0) + 1
+        async with self._conn.execute("SELECT namespace, term, df FROM namespace_terms") as cur:
+            kept = {(str(a), str(b)): int(c) for a, b, c in await cur.fetchall()}
+        off += sorted({ns for (ns, _), _ in (set(expected.items()) ^ set(kept.items()))})
+        return sorted(set(off))[:100]
 
     # ------------------------------------------------------ hook injections
 
@@ -849,15 +994,23 @@ class Repository:
             "UPDATE memories SET speaker = ? WHERE seq = ?", (speaker_of(memory.content), seq)
         )
         await self._write_labels(conn, seq, memory.tags, memory.linked_entities)
+        labels = _labels_text(memory.tags, memory.linked_entities)
+        await conn.execute(
+            "INSERT INTO namespace_stats (namespace, docs, length) VALUES (?, 1, 0) "
+            "ON CONFLICT (namespace) DO UPDATE SET docs = docs + 1",
+            (memory.namespace,),
+        )
+        content_terms = await self._set_own_terms(conn, seq, memory.namespace,
+                                                  memory.content, labels)
         earlier = await self._neighbours(conn, memory.namespace, memory.session_id, seq)
         await conn.execute(
             "INSERT INTO memory_fts (rowid, content, labels, context) VALUES (?, ?, ?, ?)",
-            (seq, memory.content, _labels_text(memory.tags, memory.linked_entities),
-             " ".join(text for _, text in earlier)),
+            (seq, memory.content, labels, " ".join(text for _, text in earlier)),
         )
+        await self._set_context_terms(conn, seq, memory.namespace, [s for s, _ in earlier])
         await self._refresh_context(conn, memory.namespace, memory.session_id,
                                     [s for s, _ in earlier])
-        await self._count_terms(conn, memory.content, +1)
+        await self._count_terms(conn, content_terms, +1)
         await self._lineage(
             conn, memory.id, memory.namespace, "created", memory.created_at.timestamp(),
             to_tier=memory.memory_type, reason=reason,
@@ -888,12 +1041,91 @@ class Repository:
         session_id: str | None,
         seqs: Sequence[int],
     ) -> None:
-        """Rewrite the `context` column of `seqs` from their current neighbours."""
+        """Rewrite the `context` column and vector of `seqs` from their current neighbours."""
         for seq in seqs:
             around = await self._neighbours(conn, namespace, session_id, seq)
             await conn.execute(
                 "UPDATE memory_fts SET context = ? WHERE rowid = ?",
                 (" ".join(text for _, text in around), seq),
+            )
+            await self._set_context_terms(conn, seq, namespace, [s for s, _ in around])
+
+    async def _set_own_terms(
+        self, conn: aiosqlite.Connection, seq: int, namespace: str, content: str, labels: str
+    ) -> set[str]:
+        """(Re)write a memory's own-text vectors, keeping its namespace's document counts and
+        length in step; returns the terms of its content."""
+        counts: tuple[Counter[str], Counter[str]] = (Counter(), Counter())
+        for term, doc in await self._analyze(conn, [content, labels]):
+            counts[doc][term] += 1
+        async with conn.execute(
+            "SELECT terms, label_terms FROM memories WHERE seq = ?", (seq,)
+        ) as cur:
+            row = await cur.fetchone()
+        old_terms, old_labels = (str(row[0]), str(row[1])) if row else ("", "")
+        before = set(bm25.decode(old_terms)) | set(bm25.decode(old_labels))
+        after = set(counts[0]) | set(counts[1])
+        await self._count_namespace_terms(conn, namespace, after - before, +1)
+        await self._count_namespace_terms(conn, namespace, before - after, -1)
+        delta = (sum(counts[0].values()) + sum(counts[1].values())
+                 - bm25.length(old_terms) - bm25.length(old_labels))
+        await conn.execute(
+            "UPDATE memories SET terms = ?, label_terms = ?, doc_len = doc_len + ? "
+            "WHERE seq = ?",
+            (bm25.encode(counts[0]), bm25.encode(counts[1]), delta, seq),
+        )
+        await self._add_length(conn, namespace, delta)
+        return set(counts[0])
+
+    async def _set_context_terms(
+        self, conn: aiosqlite.Connection, seq: int, namespace: str, neighbours: Sequence[int]
+    ) -> None:
+        """A memory's context vector: the sum of its neighbours' content vectors (the
+        `context` column holds their text)."""
+        vectors: list[str] = []
+        if neighbours:
+            async with conn.execute(
+                f"SELECT terms FROM memories WHERE seq IN ({_placeholders(len(neighbours))})",
+                tuple(neighbours),
+            ) as cur:
+                vectors = [str(r[0]) for r in await cur.fetchall()]
+        context = bm25.add(vectors)
+        async with conn.execute(
+            "SELECT context_terms FROM memories WHERE seq = ?", (seq,)
+        ) as cur:
+            row = await cur.fetchone()
+        delta = sum(context.values()) - bm25.length(str(row[0]) if row else "")
+        await conn.execute(
+            "UPDATE memories SET context_terms = ?, doc_len = doc_len + ? WHERE seq = ?",
+            (bm25.encode(context), delta, seq),
+        )
+        await self._add_length(conn, namespace, delta)
+
+    @staticmethod
+    async def _add_length(conn: aiosqlite.Connection, namespace: str, delta: int) -> None:
+        if delta:
+            await conn.execute(
+                "UPDATE namespace_stats SET length = length + ? WHERE namespace = ?",
+                (delta, namespace),
+            )
+
+    @staticmethod
+    async def _count_namespace_terms(
+        conn: aiosqlite.Connection, namespace: str, terms: Collection[str], delta: int
+    ) -> None:
+        if not terms:
+            return
+        ordered = sorted(terms)
+        await conn.executemany(
+            "INSERT INTO namespace_terms (namespace, term, df) VALUES (?, ?, ?) "
+            "ON CONFLICT (namespace, term) DO UPDATE SET df = df + excluded.df",
+            [(namespace, t, delta) for t in ordered],
+        )
+        if delta < 0:
+            await conn.execute(
+                "DELETE FROM namespace_terms WHERE df <= 0 AND namespace = ? "
+                f"AND term IN ({_placeholders(len(ordered))})",
+                (namespace, *ordered),
             )
 
     async def _analyze(
@@ -920,9 +1152,13 @@ class Repository:
         ) as cur:
             return [(str(term), int(doc)) for term, doc in await cur.fetchall()]
 
-    async def _count_terms(self, conn: aiosqlite.Connection, content: str, delta: int) -> None:
-        """Add `delta` to the document frequency of each distinct term of `content`."""
-        terms = sorted({term for term, _ in await self._analyze(conn, [content])})
+    @staticmethod
+    async def _count_terms(
+        conn: aiosqlite.Connection, content_terms: Collection[str], delta: int
+    ) -> None:
+        """Add `delta` to the index-wide document frequency of each term of a content (what
+        bounds a query's cost: FTS5 walks a term's postings across every namespace)."""
+        terms = sorted(content_terms)
         if not terms:
             return
         await conn.executemany(
@@ -1008,11 +1244,22 @@ class Repository:
     ) -> bool:
         """Delete the memory with its index rows; False if it was already gone."""
         around = await self._neighbours(conn, memory.namespace, memory.session_id, memory.seq)
-        gone = await conn.execute("DELETE FROM memories WHERE seq = ?", (memory.seq,))
-        if gone.rowcount != 1:
+        async with conn.execute(
+            "DELETE FROM memories WHERE seq = ? RETURNING terms, label_terms, doc_len",
+            (memory.seq,),
+        ) as cur:
+            gone = await cur.fetchone()
+        if gone is None:
             return False
         await conn.execute("DELETE FROM memory_fts WHERE rowid = ?", (memory.seq,))
-        await self._count_terms(conn, memory.content, -1)
+        content_terms = set(bm25.decode(str(gone[0])))
+        await self._count_terms(conn, content_terms, -1)
+        await self._count_namespace_terms(
+            conn, memory.namespace, content_terms | set(bm25.decode(str(gone[1]))), -1)
+        await conn.execute(
+            "UPDATE namespace_stats SET docs = docs - 1, length = length - ? WHERE namespace = ?",
+            (int(gone[2]), memory.namespace),
+        )
         await self._refresh_context(conn, memory.namespace, memory.session_id,
                                     [s for s, _ in around])
         await self._lineage(
@@ -1061,10 +1308,9 @@ class Repository:
             (json.dumps(tags), json.dumps(entities), gone.access_count, keep.seq),
         )
         await self._write_labels(conn, keep.seq, tags, entities)
-        await conn.execute(
-            "UPDATE memory_fts SET labels = ? WHERE rowid = ?",
-            (_labels_text(tags, entities), keep.seq),
-        )
+        labels = _labels_text(tags, entities)
+        await conn.execute("UPDATE memory_fts SET labels = ? WHERE rowid = ?", (labels, keep.seq))
+        await self._set_own_terms(conn, keep.seq, keep.namespace, current.content, labels)
         await self._lineage(
             conn, keep.id, keep.namespace, "merge", now, from_tier=keep.memory_type,
             to_tier=keep.memory_type, score=score, reason=f"absorbed {gone.id}: {reason}",

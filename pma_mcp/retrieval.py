@@ -7,16 +7,20 @@ hook and the CLI.
    OR-ed; Porter stemming is the index tokenizer's. BM25 weighs the columns: a memory's own
    text 1.0, its tags/entities 0.5, and its session neighbours' text 0.5 — episodic
    contiguity: turns saved in sequence are context for each other, so a question phrased
-   around a turn still finds it. Best `CANDIDATES` by BM25.
+   around a turn still finds it. Best `CANDIDATES` by FTS5's bm25, which only picks them:
+   its statistics are the whole file's.
    Cost bound: FTS5 scores every row a MATCH yields, so terms are admitted rarest first while
    the rows they match fit ROW_BUDGET; a term too common for that is searched in memories'
    own text only (no neighbour fan-out) if that fits, else left out. The rarest term always
    stays. Small stores never reach the budget, so their ranking is exact.
-3. Name match: a memory that is a conversation turn ("Name: text") whose speaker the query
+3. Each candidate is scored by `bm25` from the term vectors the store keeps with it and the
+   statistics of the searched namespaces only (so no project's scores depend on another's
+   words, and a word a query shares with a memory always counts, even in a store of one).
+   Name match: a memory that is a conversation turn ("Name: text") whose speaker the query
    names has its BM25 score doubled (SPEAKER_BOOST).
 4. semantic_similarity ∈ [0, 1) from that score s:
 
-       x = s / Σ_t idf(t)            (idf exactly as FTS5's bm25 computes it)
+       x = s / Σ_t idf(t)            (bm25.idf over the searched namespaces)
        semantic = 1 − 10^(−x)
 
    Σ idf(t) is the score of an "ideal" memory holding each query term once in its own text,
@@ -41,7 +45,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pma_mcp import lexicon
+from pma_mcp import bm25, lexicon
 from pma_mcp.config import Weights
 from pma_mcp.models import Memory, Scope, ScoredMemory
 from pma_mcp.repository import Repository, TermStats
@@ -68,42 +72,35 @@ def match_expression(words: Sequence[str], own_text_only: Sequence[str] = ()) ->
     )
 
 
-def idf(total_docs: int, doc_freq: int) -> float:
-    """FTS5 bm25()'s idf: log((N − n + 0.5) / (n + 0.5)), floored at 1e-6."""
-    value = math.log((total_docs - doc_freq + 0.5) / (doc_freq + 0.5))
-    return value if value > 0 else 1e-6
-
-
-def ideal_score(terms: Sequence[str], stats: TermStats) -> float:
-    """BM25 of a memory holding every term once in its own text at average length: Σ idf
-    (document frequencies of memories' own text)."""
-    return sum(idf(stats.total_docs, stats.content_freq.get(t, 0)) for t in terms)
-
-
-def similarity(bm25: float, ideal: float) -> float:
-    """Map a BM25 score to [0, 1): 1 − 10^(−bm25/ideal); the ideal match gets 0.9."""
-    if ideal <= 0 or bm25 <= 0:
+def similarity(score: float, ideal: float) -> float:
+    """Map a BM25 score to [0, 1): 1 − 10^(−score/ideal); the ideal match gets 0.9."""
+    if ideal <= 0 or score <= 0:
         return 0.0
-    return 1.0 - math.pow(1.0 - FULL_MATCH_SIMILARITY, bm25 / ideal)
+    return 1.0 - math.pow(1.0 - FULL_MATCH_SIMILARITY, score / ideal)
 
 
 @dataclass(frozen=True)
 class AnalysedQuery:
-    """A query reduced to index terms: the FTS5 MATCH text and the ideal BM25 score."""
+    """A query reduced to index terms: the FTS5 MATCH text and what BM25 scores it with."""
 
     match: str
     stems: tuple[str, ...]
     searched: tuple[str, ...]
     own_text_only: tuple[str, ...]
-    ideal: float
+    bm25_query: bm25.Query
     tokens: frozenset[str]
+
+    @property
+    def ideal(self) -> float:
+        return self.bm25_query.ideal
 
 
 def within_budget(stems: Sequence[str], stats: TermStats) -> tuple[list[str], list[str]]:
     """(stems searched in every column, stems searched in memories' own text only).
 
     Rarest first: a stem joins fully while the rows it matches fit ROW_BUDGET, else on its
-    own text if that fits (or if nothing was admitted yet), else it is left out.
+    own text if that fits (or if nothing was admitted yet), else it is left out. The counts
+    are index-wide, because that is what FTS5 walks.
     """
     full: list[str] = []
     own: list[str] = []
@@ -120,41 +117,55 @@ def within_budget(stems: Sequence[str], stats: TermStats) -> tuple[list[str], li
     return [s for s in stems if s in full], [s for s in stems if s in own]
 
 
-async def analyse(repo: Repository, query: str) -> AnalysedQuery | None:
-    """None when the query has no searchable words (then it ranks like no query)."""
+async def analyse(
+    repo: Repository, query: str, namespaces: Sequence[str]
+) -> AnalysedQuery | None:
+    """None when the query has no searchable words (then it ranks like no query).
+
+    BM25 statistics are those of `namespaces` alone: another project's memories never move
+    this one's scores.
+    """
     stems: dict[str, str] = {}
     for word, stem in await repo.analyze_terms(lexicon.query_words(query)):
         stems.setdefault(stem, word)
     if not stems:
         return None
-    stats = await repo.term_stats(list(stems))
-    full, own = within_budget(list(stems), stats)
+    full, own = within_budget(list(stems), await repo.term_stats(list(stems)))
     searched = [s for s in stems if s in full or s in own]
+    scope = await repo.scope_stats(list(stems), namespaces)
     return AnalysedQuery(
         match=match_expression(list(dict.fromkeys(stems[s] for s in searched)),
                                [stems[s] for s in own]),
         stems=tuple(stems),
         searched=tuple(searched),
         own_text_only=tuple(own),
-        ideal=ideal_score(list(stems), stats),
+        bm25_query=bm25.query(stems, searched, own, scope.docs, scope.doc_freq, scope.length),
         tokens=frozenset(lexicon.words(query)),
     )
 
 
-def boosted(bm25: float, analysed: AnalysedQuery, speaker: str | None) -> float:
-    """BM25 with the name-match boost applied."""
-    if lexicon.names_speaker(analysed.tokens, speaker):
-        return bm25 * SPEAKER_BOOST
-    return bm25
+def similarities(
+    documents: Sequence[tuple[bm25.Document, str | None]], analysed: AnalysedQuery
+) -> list[float]:
+    """semantic_similarity of (document, speaker) pairs: BM25, doubled when the query names
+    the speaker, mapped into [0, 1)."""
+    q = analysed.bm25_query
+    raws = bm25.score_many((d for d, _ in documents), q.keys, q.avg_length, COLUMN_WEIGHTS)
+    return [
+        similarity(raw * SPEAKER_BOOST if lexicon.names_speaker(analysed.tokens, speaker)
+                   else raw, analysed.ideal)
+        for raw, (_, speaker) in zip(raws, documents, strict=True)
+    ]
 
 
-async def similarity_of(repo: Repository, query: str, memory: Memory) -> float:
-    """The semantic_similarity `search` would give `memory` for `query`."""
-    analysed = await analyse(repo, query)
+async def similarity_of(
+    repo: Repository, query: str, memory: Memory, namespaces: Sequence[str]
+) -> float:
+    """The semantic_similarity `search` over `namespaces` would give `memory` for `query`."""
+    analysed = await analyse(repo, query, namespaces)
     if analysed is None:
         return 0.0
-    bm25, speaker = await repo.lexical_score(analysed.match, memory, COLUMN_WEIGHTS)
-    return similarity(boosted(bm25, analysed, speaker), analysed.ideal)
+    return similarities([await repo.lexical_document(memory)], analysed)[0]
 
 
 async def search(
@@ -175,13 +186,12 @@ async def search(
     `min_similarity` drops candidates below that semantic_similarity before the top-k cut,
     so a relevance floor never leaves the caller with fewer results than it could have.
     """
-    analysed = await analyse(repo, query) if query else None
+    analysed = await analyse(repo, query, scope.namespaces) if query else None
     if analysed is None and min_similarity > 0.0:
         return []  # without searchable words every similarity is 0: nothing clears a floor
     if analysed is not None:
         pool = await repo.lexical_candidates(analysed.match, scope, CANDIDATES, COLUMN_WEIGHTS)
-        sims = [similarity(boosted(c.bm25, analysed, c.speaker), analysed.ideal)
-                for c in pool]
+        sims = similarities([(c.document, c.speaker) for c in pool], analysed)
     else:
         pool = await repo.static_candidates(scope, max(limit * 4, 50), now, weights)
         sims = [0.0] * len(pool)

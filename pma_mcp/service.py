@@ -278,7 +278,9 @@ class MemoryService:
         memory = await self._resolve(memory_id, self._visible(namespace))
         now = self._clock()
         text = _query(query)
-        semantic = await retrieval.similarity_of(self.repo, text, memory) if text else 0.0
+        semantic = (await retrieval.similarity_of(self.repo, text, memory,
+                                                  self._visible(namespace))
+                    if text else 0.0)
         plan = await self._plan(memory.namespace, now)
         decision = collector.predicted(plan, memory.id)
         assert decision is not None

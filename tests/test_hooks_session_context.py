@@ -7,8 +7,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from tests.test_hooks import (
     PROJECT,
     SESSION,
@@ -71,7 +69,6 @@ async def test_an_exchange_saved_after_compaction_stays_out_again(
     assert_quiet(hook.run("user-prompt-submit", prompt_input(FOLLOW_UP)))
 
 
-@pytest.mark.xfail(strict=True, reason="first-use idf: next commit")
 def test_a_first_store_finds_its_only_memory_for_a_follow_up(
     hook: Hook, tmp_path: Path
 ) -> None:

@@ -22,7 +22,7 @@ LAYERS: dict[str, float] = {
     "transfer": 2, "seeding": 2,
     "scoring": 1.5, "validation": 1.5, "redact": 1.5, "transcript": 1.5,
     "repository": 1,
-    "lexicon": 0.5,
+    "lexicon": 0.5, "bm25": 0.5,
     "db": 0,
 }
 

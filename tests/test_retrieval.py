@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from pma_mcp import lexicon, retrieval
+from pma_mcp import bm25, lexicon, retrieval
+from pma_mcp.config import Settings
 from pma_mcp.service import MemoryService
 
 FTS_SYNTAX = [
@@ -60,7 +61,7 @@ async def test_porter_stemming_matches_word_forms(service: MemoryService) -> Non
 
 
 async def test_stems_are_deduplicated_in_the_query(service: MemoryService) -> None:
-    analysed = await retrieval.analyse(service.repo, "run running runs")
+    analysed = await retrieval.analyse(service.repo, "run running runs", [service.namespace])
     assert analysed is not None and analysed.stems == ("run",)
     assert analysed.match == '"run"'
 
@@ -95,8 +96,12 @@ def test_similarity_map() -> None:
 
 
 def test_idf_formula() -> None:
-    assert retrieval.idf(100, 1) == pytest.approx(math.log(99.5 / 1.5))
-    assert retrieval.idf(10, 9) == 1e-6  # FTS5 floors non-positive idf
+    prior = bm25.PRIOR_DOCS
+    assert bm25.idf(100, 1) == pytest.approx(math.log(1 + (100 + prior - 1 + 0.5) / 1.5))
+    # A word in every memory still counts (FTS5's idf floors it at 1e-6), and rarer counts more.
+    assert bm25.idf(1, 1) > 1.0
+    assert bm25.idf(10, 10) > 0.5
+    assert bm25.idf(1000, 1) > bm25.idf(1000, 10) > bm25.idf(1000, 1000) > 0
 
 
 async def test_ideal_match_scores_exactly_the_documented_similarity(
@@ -144,7 +149,7 @@ async def test_similarity_counts_every_query_term_even_when_one_is_not_searched(
         await service.add(f"station announcement number {i}")
     full = (await service.search("zebra station"))[0].breakdown.semantic_similarity
     monkeypatch.setattr(retrieval, "ROW_BUDGET", 1)
-    analysed = await retrieval.analyse(service.repo, "zebra station")
+    analysed = await retrieval.analyse(service.repo, "zebra station", [service.namespace])
     assert analysed is not None and analysed.searched == ("zebra",)
     pruned = (await service.search("zebra station"))[0]
     assert pruned.memory.content == "zebra crossing near the station"
@@ -181,3 +186,35 @@ async def test_naming_the_speaker_boosts_their_turns(service: MemoryService) -> 
     assert first.memory.content.startswith("Ben:")
     first = (await service.search("does Ana like hiking"))[0]
     assert first.memory.content.startswith("Ana:")
+
+
+async def test_another_namespace_never_moves_this_ones_similarity(
+    service: MemoryService,
+) -> None:
+    """Term statistics are per namespace: BM25 document counts used to be the whole file's,
+    so a project's scores moved when another project stored a word (0.9000 → 0.9151)."""
+    for text in ("alpha beta", "gamma delta", "epsilon zeta"):
+        await service.add(text)
+    before = [r.breakdown.semantic_similarity for r in await service.search("alpha delta")]
+    for i in range(40):
+        await service.add(f"alpha note {i} with delta and more words", namespace="/other")
+    after = [r.breakdown.semantic_similarity for r in await service.search("alpha delta")]
+    assert after == before
+    assert (await service.search("alpha delta", namespace="/other", include_global=False))
+
+
+@pytest.mark.parametrize("stored", [1, 2, 3])
+async def test_a_first_store_finds_its_memory_for_a_follow_up(
+    service: MemoryService, stored: int
+) -> None:
+    """With one to three memories, a follow-up holding words the memory lacks still finds it
+    above the prompt hook's floor (FTS5's idf gave every shared word ~0 in such a store)."""
+    first = await service.add("User: why does the nightly export job time out?\nAssistant: "
+                              "retries were unbounded; I capped export retries at 5.")
+    others = ["User: how do I run the linter?\nAssistant: use uv run ruff check .",
+              "User: where is the changelog?\nAssistant: it lives in CHANGELOG.md."]
+    for text in others[: stored - 1]:
+        await service.add(text)
+    found = await service.search("what did we change about the export retries again?")
+    assert found and found[0].memory.id == first.memory.id
+    assert found[0].breakdown.semantic_similarity >= Settings().hook_min_similarity
