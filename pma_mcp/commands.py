@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import re
+import shlex
 import shutil
 import sqlite3
 import sys
@@ -28,7 +29,7 @@ from urllib.parse import quote
 
 import aiosqlite
 
-from pma_mcp import __version__, render, seeding
+from pma_mcp import __version__, launch, render, seeding
 from pma_mcp.config import GLOBAL_NAMESPACE, Settings, resolve_namespace
 from pma_mcp.errors import NotFound, PmaError
 from pma_mcp.models import GCDecision, MemoryType
@@ -536,7 +537,7 @@ def _schema_finding(version: int, current: int) -> Finding:
     if version > current:
         return Finding("schema", "fail",
                        f"version {version} is newer than this pma-mcp understands ({current})",
-                       "upgrade pma-mcp (uv tool upgrade pma-mcp)")
+                       launch.upgrade_fix())
     if version == 0:
         return Finding("schema", "ok", "empty store; the schema is created on first use")
     return Finding("schema", "warn", f"version {version}, current is {current}",
@@ -563,8 +564,8 @@ async def _index_finding(repo: Repository, path: Path) -> Finding:
                 f"{len(c.orphaned_fts)} orphaned index rows",
                 f"{len(c.mismatched)} with stale index or labels"]
     return Finding("index", "fail", "out of step with the memories: " + ", ".join(problems),
-                   f"rebuild: `pma-mcp export --all -o backup.json`, move {path} aside, "
-                   "`pma-mcp import backup.json`")
+                   f"rebuild: `{launch.cli('export', '--all', '-o', 'backup.json')}`, move "
+                   f"{path} aside, `{launch.cli('import', 'backup.json')}`")
 
 
 def _token_finding() -> Finding:
@@ -580,7 +581,7 @@ def _token_finding() -> Finding:
                        "set TIKTOKEN_CACHE_DIR to a directory holding cl100k_base")
     return Finding("tokens", "warn", "tiktoken's cl100k_base is not on disk: token counts are "
                    "estimated as words × 1.3",
-                   "once, with network: python -c \"import tiktoken; "
+                   f"once, with network: {shlex.quote(sys.executable)} -c \"import tiktoken; "
                    f"tiktoken.get_encoding('cl100k_base')\" (caches it as {cache})")
 
 
@@ -731,7 +732,7 @@ def _server_finding(servers: Sequence[tuple[str, str, str]], mcp_json: Path) -> 
     return Finding(
         "mcp server", "warn",
         f"no MCP server entry runs pma-mcp (looked in {_short(mcp_json)} and ~/.claude.json)",
-        "claude mcp add --scope project pma -- uvx pma-mcp",
+        f"claude mcp add --scope project pma -- {launch.cli()}",
     )
 
 
@@ -740,9 +741,7 @@ def _hooks_finding(hooks: dict[str, list[str]], settings_json: Path) -> Finding:
     if not missing:
         sources = sorted({w for where in hooks.values() for w in where})
         return Finding("hooks", "ok", f"{', '.join(hooks)} run pma-mcp ({', '.join(sources)})")
-    snippet = {"hooks": {event: [{"hooks": [{"type": "command",
-                                             "command": f"pma-mcp hook {HOOK_EVENTS[event]}"}]}]
-                         for event in missing}}
+    snippet = launch.settings_hooks(missing)
     return Finding(
         "hooks", "warn",
         f"no pma-mcp hook for {', '.join(missing)} (looked in {_short(settings_json)}, "
@@ -756,5 +755,5 @@ def _path_finding(commands: Sequence[str]) -> list[Finding]:
     bare = any(text.split(maxsplit=1)[0] == "pma-mcp" for text in commands if text)
     if bare and shutil.which("pma-mcp") is None:
         return [Finding("path", "warn", "your Claude Code settings run `pma-mcp`, which is not "
-                        "on PATH", "uv tool install pma-mcp")]
+                        "on PATH", launch.install_fix())]
     return []
