@@ -20,6 +20,8 @@ LAYERS: dict[str, float] = {
     "service": 3,
     "retrieval": 2, "collector": 2, "budget": 2, "graph": 2, "consolidate": 2,
     "transfer": 2, "seeding": 2, "launch": 2,
+    "importing": 3.2, "importers": 2.1,
+    "base": 2.2, "claude_code": 2.2, "claude_mem": 2.2, "mcp_memory": 2.2, "mem0": 2.2,
     "scoring": 1.5, "validation": 1.5, "redact": 1.5, "transcript": 1.5,
     "repository": 1,
     "lexicon": 0.5,
