@@ -208,7 +208,7 @@ def test_startup_failure_is_one_clear_line_and_exit_1(
     assert "Traceback" not in err
 
 
-def test_on_a_terminal_it_prints_a_hint_to_stderr(tmp_path: Path) -> None:
+def test_on_a_terminal_it_prints_a_hint_with_the_checkout_command(tmp_path: Path) -> None:
     controller, terminal = pty.openpty()
     try:
         proc = subprocess.Popen(
