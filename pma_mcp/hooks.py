@@ -554,8 +554,9 @@ def _last_exchange(path: str) -> Exchange | None:
 class _Event:
     run: Handler
     prints: bool
-    claude_event: str
-    summary: str
+    claude_event: str = ""
+    """Claude Code's name for the event (`--help`, hooks.json)."""
+    summary: str = ""
 
 
 HANDLERS: dict[str, _Event] = {

@@ -30,6 +30,7 @@ from pma_mcp.models import (
     Memory,
     MemoryType,
     MergePair,
+    NewMemory,
     Related,
     Scope,
     ScoredMemory,
@@ -151,22 +152,7 @@ class MemoryService:
         old = None
         if new.supersedes is not None:
             old = await self._resolve(new.supersedes, self._visible(new.namespace), "supersedes")
-        now = self._clock()
-        memory = Memory(
-            id=_new_id(),
-            namespace=new.namespace,
-            content=new.content,
-            memory_type=new.memory_type,
-            importance=new.importance,
-            tags=new.tags,
-            linked_entities=new.linked_entities,
-            token_count=self.counter.count(new.content),
-            created_at=to_datetime(now),
-            accessed_at=to_datetime(now),
-            metadata=new.metadata,
-            session_id=new.session_id,
-            content_hash=transfer.content_hash(new.content),
-        )
+        memory = self._memory(new, _new_id(), self._clock())
         reason = f"supersedes {old.id}" if old is not None else "stored"
         stored, dedup = await self.repo.insert(memory, supersedes=old, reason=reason)
         return AddResult(memory=stored, deduplicated=dedup)
@@ -519,9 +505,15 @@ class MemoryService:
             linked_entities=list(item.linked_entities), metadata_=item.metadata,
             session_id=item.session_id,
         )
-        created = to_datetime(now if item.created_at is None else min(item.created_at, now))
+        created = now if item.created_at is None else min(item.created_at, now)
+        key = transfer.content_hash(f"import\0{new.namespace}\0{item.key}")
+        return self._memory(new, key[:32], created)
+
+    def _memory(self, new: NewMemory, memory_id: str, created: float) -> Memory:
+        """A memory from a validated write; its token count and content hash are made here."""
+        when = to_datetime(created)
         return Memory(
-            id=transfer.content_hash(f"import\0{new.namespace}\0{item.key}")[:32],
+            id=memory_id,
             namespace=new.namespace,
             content=new.content,
             memory_type=new.memory_type,
@@ -529,8 +521,8 @@ class MemoryService:
             tags=new.tags,
             linked_entities=new.linked_entities,
             token_count=self.counter.count(new.content),
-            created_at=created,
-            accessed_at=created,
+            created_at=when,
+            accessed_at=when,
             metadata=new.metadata,
             session_id=new.session_id,
             content_hash=transfer.content_hash(new.content),

@@ -101,3 +101,26 @@ def test_marketplace_add_then_install_gives_a_connected_server_and_four_hooks(
     listed = claude(claude_env, "mcp", "list", cwd=project)
     line = next((x for x in listed.stdout.splitlines() if x.startswith(CONNECTED)), "")
     assert "✔ Connected" in line, listed.stdout + listed.stderr
+
+
+def test_doctors_server_fix_works_when_copied(
+    claude_env: dict[str, str], tmp_path: Path
+) -> None:
+    """`doctor` says how to add the server; run as printed, Claude Code connects to it."""
+    import sys
+
+    project = tmp_path / "acme"
+    project.mkdir()
+    (project / ".git").mkdir()
+    env = {**claude_env, "PMA_PYTHON": sys.executable}
+    report = subprocess.run([sys.executable, "-m", "pma_mcp", "doctor", "--json"], cwd=project,
+                            env=env, capture_output=True, text=True, check=False)
+    finding = next(f for f in json.loads(report.stdout)["findings"]
+                   if f["check"] == "mcp server")
+    assert finding["status"] == "warn" and finding["fix"].startswith("claude mcp add")
+    added = subprocess.run(["sh", "-c", finding["fix"]], cwd=project, env=env,
+                           capture_output=True, text=True, timeout=120, check=False)
+    assert added.returncode == 0, added.stderr
+    listed = claude(env, "mcp", "list", cwd=project)
+    line = next((x for x in listed.stdout.splitlines() if x.startswith("pma: ")), "")
+    assert "✔ Connected" in line, listed.stdout + listed.stderr
