@@ -85,3 +85,20 @@ def test_hook_help_lists_every_event() -> None:
     assert done.returncode == 0
     for name, event in hooks.HANDLERS.items():
         assert name in done.stdout and event.claude_event in done.stdout
+
+
+def test_doctors_tiktoken_fix_names_an_interpreter_that_has_tiktoken(tmp_path: Path) -> None:
+    """After `uv tool install` the system `python` has no tiktoken; the fix must not say it."""
+    import shlex
+
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "TIKTOKEN_CACHE_DIR":
+           str(tmp_path / "empty"), "PMA_DB_PATH": str(tmp_path / "store.db")}
+    done = subprocess.run([sys.executable, "-m", "pma_mcp", "doctor", "--json"], env=env,
+                          cwd=tmp_path, capture_output=True, text=True, check=False)
+    tokens = next(f for f in json.loads(done.stdout)["findings"] if f["check"] == "tokens")
+    assert tokens["status"] == "warn"
+    command = shlex.split(tokens["fix"].split(": ", 1)[1].split(" (caches it")[0])
+    assert command[0] == sys.executable and command[1] == "-c"
+    probe = subprocess.run([command[0], "-c", "import tiktoken"], capture_output=True,
+                           check=False)
+    assert probe.returncode == 0
