@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import logging
 import os
 import re
+import shlex
 import shutil
 import sqlite3
 import sys
@@ -28,7 +30,7 @@ from urllib.parse import quote
 
 import aiosqlite
 
-from pma_mcp import __version__, render, seeding
+from pma_mcp import __version__, launch, render, seeding
 from pma_mcp.config import GLOBAL_NAMESPACE, Settings, resolve_namespace
 from pma_mcp.errors import NotFound, PmaError
 from pma_mcp.models import GCDecision, MemoryType
@@ -210,8 +212,19 @@ def _add_export(sub: Any) -> None:
 
 
 def _add_import(sub: Any) -> None:
-    p = sub.add_parser("import", help="load an export file: all records or none")
-    p.add_argument("file", metavar="FILE", help="export file, or - for stdin")
+    from pma_mcp.importers import FORMATS
+
+    p = sub.add_parser("import", help="load an export file (all records or none), or another "
+                                      "tool's memory with --from FORMAT")
+    p.add_argument("file", metavar="PATH", nargs="?",
+                   help="export file, or - for stdin; with --from: what that format reads "
+                        "(claude-code: a project directory, default .; claude-mem: its "
+                        "database, default ~/.claude-mem/claude-mem.db)")
+    p.add_argument("--from", dest="source_format", choices=list(FORMATS), metavar="FORMAT",
+                   help=f"read another tool's memory: {', '.join(FORMATS)} (docs/IMPORT.md); "
+                        "records already imported are skipped, so re-running adds nothing")
+    p.add_argument("--dry-run", action="store_true",
+                   help="with --from: count what would be imported, write nothing")
     p.add_argument("--namespace", metavar="NS",
                    help="put every memory in NS (default: keep each record's namespace)")
     p.add_argument("--skip-existing", action="store_true",
@@ -361,6 +374,11 @@ def _write_private(path: Path, data: bytes) -> None:
 
 
 async def _import(args: argparse.Namespace, settings: Settings) -> int:
+    if args.source_format is not None:
+        return await _import_from(args, settings)
+    if args.file is None or args.dry_run:
+        raise _FileError("an export file is required (--dry-run needs --from FORMAT); "
+                         "see `pma-mcp import --help`")
     doc = _read_json(args.file)
     bar = render.ProgressBar(sys.stderr, "importing", enabled=sys.stderr.isatty(),
                              min_total=PROGRESS_MIN_RECORDS)
@@ -377,6 +395,44 @@ async def _import(args: argparse.Namespace, settings: Settings) -> int:
     else:
         skipped = f" ({report.skipped:,} skipped: already stored)" if report.skipped else ""
         _out(f"imported {report.imported:,} memories from {args.file}{skipped}")
+    return EXIT_OK
+
+
+async def _import_from(args: argparse.Namespace, settings: Settings) -> int:
+    """`import --from FORMAT PATH`: parse, then one call into the import pipeline."""
+    from pma_mcp import importing
+    from pma_mcp.config import claude_home
+    from pma_mcp.importers import Source, claude_mem
+
+    default = {"claude-code": Path("."), "claude-mem": claude_mem.default_path(Path.home())}
+    if args.file is None and args.source_format not in default:
+        raise _FileError(f"--from {args.source_format} needs a PATH to read")
+    path = Path(args.file).expanduser() if args.file else default[args.source_format]
+    source = Source(
+        path=path, namespace=args.namespace, current=settings.namespace,
+        project_namespace=lambda folder: Settings.from_env(cwd=str(folder)).namespace,
+        claude_home=claude_home(),
+    )
+    batch = importing.read(args.source_format, source, redact_secrets=settings.redact)
+    target = settings
+    if args.dry_run and settings.storage == "sqlite" and not settings.db_path.exists():
+        # An absent store holds nothing: count against an empty one and leave the disk alone.
+        target = dataclasses.replace(settings, storage="memory")
+    bar = render.ProgressBar(sys.stderr, "importing", enabled=sys.stderr.isatty())
+    try:
+        async with await _open(target) as service:
+            outcome = await importing.store(service, batch, dry_run=args.dry_run,
+                                            progress=bar.update)
+    finally:
+        bar.close()
+    if args.json:
+        _out(render.dumps(outcome))
+        return EXIT_OK
+    verb = "would import" if outcome.dry_run else "imported"
+    where = ", ".join(outcome.namespaces) or "nothing"
+    _out(f"{verb} {outcome.imported:,} of {outcome.read:,} memories read from {path} "
+         f"({args.source_format}) into {where}"
+         + (f"; {outcome.skipped:,} already stored" if outcome.skipped else ""))
     return EXIT_OK
 
 
@@ -536,7 +592,7 @@ def _schema_finding(version: int, current: int) -> Finding:
     if version > current:
         return Finding("schema", "fail",
                        f"version {version} is newer than this pma-mcp understands ({current})",
-                       "upgrade pma-mcp (uv tool upgrade pma-mcp)")
+                       launch.upgrade_fix())
     if version == 0:
         return Finding("schema", "ok", "empty store; the schema is created on first use")
     return Finding("schema", "warn", f"version {version}, current is {current}",
@@ -563,8 +619,8 @@ async def _index_finding(repo: Repository, path: Path) -> Finding:
                 f"{len(c.orphaned_fts)} orphaned index rows",
                 f"{len(c.mismatched)} with stale index or labels"]
     return Finding("index", "fail", "out of step with the memories: " + ", ".join(problems),
-                   f"rebuild: `pma-mcp export --all -o backup.json`, move {path} aside, "
-                   "`pma-mcp import backup.json`")
+                   f"rebuild: `{launch.cli('export', '--all', '-o', 'backup.json')}`, move "
+                   f"{path} aside, `{launch.cli('import', 'backup.json')}`")
 
 
 def _token_finding() -> Finding:
@@ -580,7 +636,7 @@ def _token_finding() -> Finding:
                        "set TIKTOKEN_CACHE_DIR to a directory holding cl100k_base")
     return Finding("tokens", "warn", "tiktoken's cl100k_base is not on disk: token counts are "
                    "estimated as words × 1.3",
-                   "once, with network: python -c \"import tiktoken; "
+                   f"once, with network: {shlex.quote(sys.executable)} -c \"import tiktoken; "
                    f"tiktoken.get_encoding('cl100k_base')\" (caches it as {cache})")
 
 
@@ -731,7 +787,7 @@ def _server_finding(servers: Sequence[tuple[str, str, str]], mcp_json: Path) -> 
     return Finding(
         "mcp server", "warn",
         f"no MCP server entry runs pma-mcp (looked in {_short(mcp_json)} and ~/.claude.json)",
-        "claude mcp add --scope project pma -- uvx pma-mcp",
+        f"claude mcp add --scope project pma -- {launch.cli()}",
     )
 
 
@@ -740,9 +796,7 @@ def _hooks_finding(hooks: dict[str, list[str]], settings_json: Path) -> Finding:
     if not missing:
         sources = sorted({w for where in hooks.values() for w in where})
         return Finding("hooks", "ok", f"{', '.join(hooks)} run pma-mcp ({', '.join(sources)})")
-    snippet = {"hooks": {event: [{"hooks": [{"type": "command",
-                                             "command": f"pma-mcp hook {HOOK_EVENTS[event]}"}]}]
-                         for event in missing}}
+    snippet = launch.settings_hooks(missing)
     return Finding(
         "hooks", "warn",
         f"no pma-mcp hook for {', '.join(missing)} (looked in {_short(settings_json)}, "
@@ -756,5 +810,5 @@ def _path_finding(commands: Sequence[str]) -> list[Finding]:
     bare = any(text.split(maxsplit=1)[0] == "pma-mcp" for text in commands if text)
     if bare and shutil.which("pma-mcp") is None:
         return [Finding("path", "warn", "your Claude Code settings run `pma-mcp`, which is not "
-                        "on PATH", "uv tool install pma-mcp")]
+                        "on PATH", launch.install_fix())]
     return []

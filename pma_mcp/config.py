@@ -110,6 +110,13 @@ class Settings:
         )
 
 
+def claude_home(env: Mapping[str, str] | None = None) -> Path:
+    """Claude Code's config folder: CLAUDE_CONFIG_DIR, else ~/.claude (importers read it)."""
+    env = os.environ if env is None else env
+    configured = env.get("CLAUDE_CONFIG_DIR", "").strip()
+    return Path(configured).expanduser() if configured else Path.home() / ".claude"
+
+
 def resolve_namespace(env: Mapping[str, str], *, cwd: str | None = None) -> str:
     """PMA_NAMESPACE → CLAUDE_PROJECT_DIR → working directory → "default".
 

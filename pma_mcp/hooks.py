@@ -72,12 +72,15 @@ _SPACES = re.compile(r"\s+")
 
 def main(argv: Sequence[str]) -> int:
     """Run one hook event; always returns 0 (see the module docstring)."""
+    if argv and argv[0] in ("-h", "--help", "help"):
+        sys.stdout.write(usage())
+        return 0
     _setup_logging()
     event = _event_name(argv[0] if argv else "")
     handler = HANDLERS.get(event)
     if handler is None:
-        log.warning("unknown hook event %r; expected one of %s", " ".join(argv),
-                    ", ".join(HANDLERS))
+        log.warning("unknown hook event %r; expected one of %s (see pma-mcp hook --help)",
+                    " ".join(argv), ", ".join(HANDLERS))
         return 0
     real_stdout = sys.stdout
     sys.stdout = sys.stderr
@@ -562,12 +565,30 @@ def _last_exchange(path: str) -> Exchange | None:
 class _Event:
     run: Handler
     prints: bool
+    claude_event: str = ""
+    """Claude Code's name for the event (`--help`, hooks.json)."""
+    summary: str = ""
 
 
 HANDLERS: dict[str, _Event] = {
-    "session-start": _Event(session_start, prints=True),
-    "user-prompt-submit": _Event(user_prompt_submit, prints=True),
-    "stop": _Event(stop, prints=False),
-    "pre-compact": _Event(pre_compact, prints=False),
+    "session-start": _Event(session_start, True, "SessionStart",
+                            "this project's most useful memories as context"),
+    "user-prompt-submit": _Event(user_prompt_submit, True, "UserPromptSubmit",
+                                 "memories relevant to the prompt, as context"),
+    "stop": _Event(stop, False, "Stop", "save the exchange that just ended (prints nothing)"),
+    "pre-compact": _Event(pre_compact, False, "PreCompact",
+                          "save every exchange not saved yet (prints nothing)"),
 }
+
+
+def usage() -> str:
+    """`pma-mcp hook --help`: the events, generated from HANDLERS so it cannot drift."""
+    lines = ["usage: pma-mcp hook EVENT  (Claude Code hook input as JSON on stdin)", "",
+             "events:"]
+    width = max(map(len, HANDLERS))
+    for name, event in HANDLERS.items():
+        lines.append(f"  {name:<{width}}  {event.claude_event}: {event.summary}")
+    lines += ["", "Always exits 0; stdout holds only the JSON reply Claude Code reads.",
+              "Settings to copy: hooks/hooks.json, or `pma-mcp doctor` prints them."]
+    return "\n".join(lines) + "\n"
 _ALIASES = {re.sub(r"[^a-z]", "", name): name for name in HANDLERS}

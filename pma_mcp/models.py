@@ -253,6 +253,27 @@ class ImportReport:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ImportItem:
+    """One memory read from another tool's store (importers), before validation.
+
+    `key` names the source record stably (format, file, record id): the same record always
+    becomes the same memory id, so importing a file twice adds nothing the second time.
+    `created_at` (epoch seconds) keeps the source's own time; None means now.
+    """
+
+    key: str
+    content: str
+    namespace: str
+    memory_type: MemoryType = MemoryType.SEMANTIC
+    importance: float = 0.5
+    tags: tuple[str, ...] = ()
+    linked_entities: tuple[str, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+    session_id: str | None = None
+    created_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Scope:
     """Which memories a query may see: the SQL filter applied before any ranking."""
 

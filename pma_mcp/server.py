@@ -27,7 +27,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.types import INVALID_PARAMS, ToolAnnotations
 from pydantic import Field
 
-from pma_mcp import __version__
+from pma_mcp import __version__, launch
 from pma_mcp.budget import TokenCounter
 from pma_mcp.config import GLOBAL_NAMESPACE, LOG_LEVELS, Settings
 from pma_mcp.errors import Ambiguous, ConfigError, InvalidInput, NotFound, PmaError
@@ -80,12 +80,18 @@ what the garbage collector will do to a memory.
 Ids: recall shows full ids; forget and inspect also take a unique prefix of 6+ characters.\
 """
 
-TTY_HINT = """\
-pma-mcp is an MCP server: it speaks JSON-RPC on stdin/stdout and is started by an MCP client.
-  Claude Code:  claude mcp add pma -- uvx pma-mcp
-  Inspector:    npx @modelcontextprotocol/inspector uvx pma-mcp
-Waiting for a client on stdin (Ctrl-C to quit).
-"""
+def tty_hint() -> str:
+    """What this is and how to connect it, with the command that starts this very install."""
+    command = launch.cli()
+    return (
+        "pma-mcp is an MCP server: it speaks JSON-RPC on stdin/stdout and is started by an MCP "
+        "client.\n"
+        f"  Claude Code:  claude mcp add --scope user pma -- {command}\n"
+        f"  Inspector:    npx @modelcontextprotocol/inspector --cli {command} "
+        "--method tools/list\n"
+        f"  Released:     {' '.join(launch.RELEASED)} (once published)\n"
+        "Waiting for a client on stdin (Ctrl-C to quit).\n"
+    )
 
 USAGE = """\
 usage: pma-mcp [serve]
@@ -531,7 +537,7 @@ def banner(settings: Settings, *, tty: bool) -> str:
         f"pma-mcp {__version__}: namespace {settings.namespace!r}{scope}, "
         f"database {settings.database}\n"
     )
-    return line + TTY_HINT if tty else line
+    return line + tty_hint() if tty else line
 
 
 def _pma_error(exc: BaseException) -> PmaError | None:

@@ -24,11 +24,13 @@ from pma_mcp.models import (
     DeleteResult,
     GCPreview,
     GCResult,
+    ImportItem,
     ImportReport,
     InspectResult,
     Memory,
     MemoryType,
     MergePair,
+    NewMemory,
     Related,
     Scope,
     ScoredMemory,
@@ -150,22 +152,7 @@ class MemoryService:
         old = None
         if new.supersedes is not None:
             old = await self._resolve(new.supersedes, self._visible(new.namespace), "supersedes")
-        now = self._clock()
-        memory = Memory(
-            id=_new_id(),
-            namespace=new.namespace,
-            content=new.content,
-            memory_type=new.memory_type,
-            importance=new.importance,
-            tags=new.tags,
-            linked_entities=new.linked_entities,
-            token_count=self.counter.count(new.content),
-            created_at=to_datetime(now),
-            accessed_at=to_datetime(now),
-            metadata=new.metadata,
-            session_id=new.session_id,
-            content_hash=transfer.content_hash(new.content),
-        )
+        memory = self._memory(new, _new_id(), self._clock())
         reason = f"supersedes {old.id}" if old is not None else "stored"
         stored, dedup = await self.repo.insert(memory, supersedes=old, reason=reason)
         return AddResult(memory=stored, deduplicated=dedup)
@@ -485,6 +472,79 @@ class MemoryService:
             progress=None if progress is None else lambda done: progress(done, total),
         )
         return ImportReport(imported=stored, skipped=len(memories) - stored)
+
+    async def import_items(
+        self,
+        items: Sequence[ImportItem],
+        *,
+        dry_run: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> ImportReport:
+        """Memories from another tool's records, each under an id derived from its `key`.
+
+        Records already stored (same id, or the same text in the namespace) are skipped, so a
+        second run adds nothing; `dry_run` counts what would be added and writes nothing. The
+        source's time becomes `created_at`. A record that fails validation aborts the whole
+        import with its number, before anything is written.
+        """
+        now = self._clock()
+        memories: list[Memory] = []
+        seen: set[str] = set()  # ids and (namespace, text) keys: one memory per record and text
+        for number, item in enumerate(items, 1):
+            try:
+                memory = self._imported(item, now)
+            except InvalidInput as exc:
+                raise InvalidInput(f"record {number} ({item.key})", str(exc)) from None
+            text_key = f"{memory.namespace}\0{memory.content_hash}"
+            if memory.id in seen or text_key in seen:
+                continue
+            seen.update((memory.id, text_key))
+            memories.append(memory)
+        total = len(memories)
+        if dry_run:
+            new = 0
+            for done, memory in enumerate(memories, 1):
+                if progress is not None:
+                    progress(done, total)
+                if await self.repo.get(memory.id) is None and not await self.repo.has_content(
+                        memory.namespace, memory.content_hash):
+                    new += 1
+            return ImportReport(imported=new, skipped=len(items) - new)
+        stored = await self.repo.insert_many(
+            memories, skip_existing=True,
+            progress=None if progress is None else lambda done: progress(done, total),
+        )
+        return ImportReport(imported=stored, skipped=len(items) - stored)
+
+    def _imported(self, item: ImportItem, now: float) -> Memory:
+        new = validation.new_memory(
+            content=item.content, namespace_=item.namespace, importance_=item.importance,
+            memory_type_=item.memory_type, tags=list(item.tags),
+            linked_entities=list(item.linked_entities), metadata_=item.metadata,
+            session_id=item.session_id,
+        )
+        created = now if item.created_at is None else min(item.created_at, now)
+        key = transfer.content_hash(f"import\0{new.namespace}\0{item.key}")
+        return self._memory(new, key[:32], created)
+
+    def _memory(self, new: NewMemory, memory_id: str, created: float) -> Memory:
+        """A memory from a validated write; its token count and content hash are made here."""
+        when = to_datetime(created)
+        return Memory(
+            id=memory_id,
+            namespace=new.namespace,
+            content=new.content,
+            memory_type=new.memory_type,
+            importance=new.importance,
+            tags=new.tags,
+            linked_entities=new.linked_entities,
+            token_count=self.counter.count(new.content),
+            created_at=when,
+            accessed_at=when,
+            metadata=new.metadata,
+            session_id=new.session_id,
+            content_hash=transfer.content_hash(new.content),
+        )
 
     async def seed_from_project(
         self, path: str | Path, *, namespace: str | None = None

@@ -29,6 +29,8 @@ from pma_mcp.models import MemoryType
 from pma_mcp.service import MemoryService
 from tests.conftest import PROJECT, FakeClock
 
+ROOT = Path(__file__).resolve().parents[1]
+
 HOUR = 3600.0
 
 
@@ -569,7 +571,14 @@ async def test_doctor_finds_the_server_and_hooks_in_project_settings(
     assert code == 0 and s["mcp server"] == "ok"
     hook = next(f for f in data["findings"] if f["check"] == "hooks")
     assert hook["status"] == "warn" and "PreCompact" in hook["detail"]
-    assert "SessionStart" not in hook["detail"] and "pma-mcp hook pre-compact" in hook["fix"]
+    assert "SessionStart" not in hook["detail"]
+    # the fix is hooks/hooks.json's PreCompact entry (timeout, `|| true`) for a settings file
+    snippet = json.loads(hook["fix"].split(": ", 1)[1])
+    plugin = json.loads((ROOT / "hooks" / "hooks.json").read_text())["hooks"]
+    assert list(snippet["hooks"]) == ["PreCompact"]
+    handler = snippet["hooks"]["PreCompact"][0]["hooks"][0]
+    assert handler["timeout"] == plugin["PreCompact"][0]["hooks"][0]["timeout"]
+    assert handler["command"].endswith(" pre-compact || true")
     # the CLI in src/ would use another namespace than Claude Code started in the root
     assert any(f["check"] == "namespace" and f["status"] == "warn" for f in data["findings"])
 

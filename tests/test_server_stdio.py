@@ -208,7 +208,7 @@ def test_startup_failure_is_one_clear_line_and_exit_1(
     assert "Traceback" not in err
 
 
-def test_on_a_terminal_it_prints_a_hint_to_stderr(tmp_path: Path) -> None:
+def test_on_a_terminal_it_prints_a_hint_with_the_checkout_command(tmp_path: Path) -> None:
     controller, terminal = pty.openpty()
     try:
         proc = subprocess.Popen(
@@ -222,7 +222,11 @@ def test_on_a_terminal_it_prints_a_hint_to_stderr(tmp_path: Path) -> None:
         os.close(terminal)
     assert proc.returncode == 0
     assert out == b""
-    assert b"claude mcp add pma" in err and b"Waiting for a client" in err
+    assert b"Waiting for a client" in err
+    # From a checkout the hint names a command that works today, not the unpublished package.
+    root = str(Path(__file__).resolve().parents[1]).encode()
+    assert b"claude mcp add --scope user pma -- uv run --project " + root + b" pma-mcp" in err
+    assert b"--cli uv run --project " + root + b" pma-mcp --method tools/list" in err
 
 
 def test_heavy_libraries_stay_unloaded_until_needed() -> None:

@@ -1,0 +1,105 @@
+"""`--from claude-code`: Claude Code's own memory files → semantic memories, one per section.
+
+PATH is a project directory (default: the working directory). Read from it: `CLAUDE.md`,
+`.claude/CLAUDE.md`, `CLAUDE.local.md` and `.claude/rules/*.md`; and the project's auto memory,
+`<claude home>/projects/<project>/memory/*.md`, where `<project>` is the directory's path with
+every character that is not a letter or digit replaced by `-`. PATH may also be a memory folder
+or one Markdown file. Memories go to the namespace a server started in the project would use.
+Auto-memory topic files may open with YAML front matter (`name`, `description`, `type`): it is
+kept in the metadata and `type` becomes a tag.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pma_mcp import seeding
+from pma_mcp.importers.base import FormatError, Reader, Source, labels, mtime
+from pma_mcp.models import ImportItem, MemoryType
+
+NAME = "claude-code"
+EXPECTS = ("a Claude Code project directory (with CLAUDE.md, .claude/rules/*.md or auto-memory "
+           "files under ~/.claude/projects/<project>/memory/), a memory folder or a .md file")
+PROJECT_FILES = ("CLAUDE.md", ".claude/CLAUDE.md", "CLAUDE.local.md")
+RULES_GLOB = ".claude/rules/*.md"
+MAX_FILE_BYTES = seeding.MAX_FILE_BYTES
+IMPORTANCE = {"instructions": 0.7, "rules": 0.7, "auto-memory": 0.6}
+_FRONT = re.compile(r"\A---[ \t]*\r?\n(?P<body>.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+_FIELD = re.compile(r"^(?P<key>[A-Za-z_][\w-]*):[ \t]*(?P<value>.*?)[ \t]*$")
+
+
+def memory_dir(claude_home: Path, project: Path) -> Path:
+    """Where Claude Code keeps a project's auto memory (INTEGRATION.md §2's folder name)."""
+    return claude_home / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(project)) / "memory"
+
+
+def read(source: Source) -> list[ImportItem]:
+    path = source.path.expanduser().resolve()
+    files, namespace = _files(path, source)
+    if not files:
+        raise FormatError(NAME, path, EXPECTS, "no memory files found there (looked for "
+                          f"{', '.join(PROJECT_FILES)}, {RULES_GLOB} and "
+                          f"{memory_dir(source.claude_home, path)})")
+    items: list[ImportItem] = []
+    for kind, file in files:
+        items.extend(_items(kind, file, namespace))
+    return items
+
+
+def _files(path: Path, source: Source) -> tuple[list[tuple[str, Path]], str]:
+    if path.is_file():
+        if path.suffix.lower() != ".md":
+            raise FormatError(NAME, path, EXPECTS, "not a Markdown file")
+        return [("auto-memory" if path.parent.name == "memory" else "instructions", path)], (
+            source.namespace or source.current)
+    if not path.is_dir():
+        raise FormatError(NAME, path, EXPECTS, "no such file or directory")
+    if path.name == "memory" and path.parent.parent.name == "projects":
+        return [("auto-memory", f) for f in sorted(path.glob("*.md"))], (
+            source.namespace or source.current)
+    files = [("instructions", path / name) for name in PROJECT_FILES if (path / name).is_file()]
+    files += [("rules", f) for f in sorted(path.glob(RULES_GLOB)) if f.is_file()]
+    auto = memory_dir(source.claude_home, path)
+    files += [("auto-memory", f) for f in sorted(auto.glob("*.md")) if f.is_file()]
+    return files, source.namespace or source.project_namespace(path)
+
+
+def _items(kind: str, file: Path, namespace: str) -> list[ImportItem]:
+    try:
+        raw = file.read_bytes()[:MAX_FILE_BYTES]
+    except OSError:
+        return []
+    text = raw.decode("utf-8", errors="replace").replace("\x00", "")
+    front, body = front_matter(text)
+    when = mtime(file)
+    extra = {k: v for k, v in front.items() if k in ("name", "description", "type")}
+    items = []
+    for number, section in enumerate(seeding.split_sections(body, file.name)):
+        items.append(ImportItem(
+            key=f"{NAME}\0{file}\0{number}\0{section.text}",
+            content=section.text,
+            namespace=namespace,
+            memory_type=MemoryType.SEMANTIC,
+            importance=IMPORTANCE[kind],
+            tags=labels([NAME, kind, front.get("type", "")]),
+            metadata={"source": NAME, "file": str(file), "section": section.heading, **extra},
+            created_at=when,
+        ))
+    return items
+
+
+def front_matter(text: str) -> tuple[dict[str, str], str]:
+    """`key: value` lines of a leading `---` block, and the text after it."""
+    match = _FRONT.match(text)
+    if match is None:
+        return {}, text
+    fields = {}
+    for line in match["body"].splitlines():
+        found = _FIELD.match(line)
+        if found:
+            fields[found["key"]] = found["value"].strip("'\"")
+    return fields, text[match.end():]
+
+
+READER = Reader(read, EXPECTS)

@@ -1,0 +1,158 @@
+"""`--from claude-mem`: claude-mem's SQLite database (default `~/.claude-mem/claude-mem.db`).
+
+Schema as in claude-mem's `src/services/sqlite/schema.sql`. Read, opened read-only:
+- `observations` → episodic memories: title, subtitle, narrative and facts as the text (the
+  legacy `text` column when those are empty); `type` and `concepts` as tags; `files_read` and
+  `files_modified` as linked entities; `memory_session_id` as the session.
+- `session_summaries` → semantic memories: request, investigated, learned, completed,
+  next_steps and notes as labelled lines; `files_read` and `files_edited` as entities.
+- `directives` with status `active` → semantic memories of importance 0.9; scope `global` goes
+  to the global namespace.
+Each row keeps its `created_at_epoch` (milliseconds) as `created_at`. `project` (a folder's
+name; `merged_into_project` when set) maps to a namespace: --namespace if given, else the
+current namespace when its last path part is that name, else the name itself.
+
+This module holds the only SQL outside repository.py: it reads another program's file, never
+our store, and only with SELECT on a read-only connection.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path, PurePath
+from typing import Any
+from urllib.parse import quote
+
+from pma_mcp.config import GLOBAL_NAMESPACE
+from pma_mcp.importers.base import FormatError, Reader, Source, epoch, json_list, labels
+from pma_mcp.models import ImportItem, MemoryType
+
+NAME = "claude-mem"
+EXPECTS = ("a claude-mem SQLite database (~/.claude-mem/claude-mem.db, with observations or "
+           "session_summaries tables)")
+TABLES = ("observations", "session_summaries")
+IMPORTANCE = {"decision": 0.7, "bugfix": 0.65, "feature": 0.6, "discovery": 0.55}
+SUMMARY_FIELDS = (("request", "Request"), ("investigated", "Investigated"),
+                  ("learned", "Learned"), ("completed", "Completed"),
+                  ("next_steps", "Next steps"), ("notes", "Notes"))
+
+
+def read(source: Source) -> list[ImportItem]:
+    path = source.path.expanduser()
+    if not path.is_file():
+        raise FormatError(NAME, path, EXPECTS, "no such file")
+    try:
+        conn = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise FormatError(NAME, path, EXPECTS, str(exc)) from None
+    conn.row_factory = sqlite3.Row
+    try:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if not tables.intersection(TABLES):
+            raise FormatError(NAME, path, EXPECTS, "it has no observations or session_summaries "
+                              f"table (tables: {', '.join(sorted(tables)) or 'none'})")
+        items = [_observation(row, source) for row in _rows(conn, tables, "observations")]
+        items += [_summary(row, source) for row in _rows(conn, tables, "session_summaries")]
+        items += [_directive(row, source) for row in _rows(conn, tables, "directives")
+                  if row.get("status", "active") == "active"]
+    except sqlite3.DatabaseError as exc:
+        raise FormatError(NAME, path, EXPECTS, str(exc)) from None
+    finally:
+        conn.close()
+    return [item for item in items if item.content.strip()]
+
+
+def _rows(conn: sqlite3.Connection, tables: set[str], table: str) -> list[dict[str, Any]]:
+    if table not in tables:
+        return []
+    # `table` is one of a fixed set of names, never user text.
+    return [dict(row) for row in conn.execute(f"SELECT * FROM {table} ORDER BY id")]
+
+
+def namespace_of(project: object, source: Source) -> str:
+    if source.namespace is not None:
+        return source.namespace
+    name = str(project or "").strip()
+    if not name or PurePath(source.current).name == name:
+        return source.current
+    return name
+
+
+def _project(row: dict[str, Any]) -> object:
+    return row.get("merged_into_project") or row.get("project")
+
+
+def _observation(row: dict[str, Any], source: Source) -> ImportItem:
+    facts = [f"- {f}" for f in json_list(row.get("facts")) if str(f).strip()]
+    parts = [row.get("title"), row.get("subtitle"), row.get("narrative"), "\n".join(facts)]
+    text = "\n\n".join(str(p).strip() for p in parts if p and str(p).strip())
+    kind = str(row.get("type") or "observation")
+    files = json_list(row.get("files_read")) + json_list(row.get("files_modified"))
+    return ImportItem(
+        key=f"{NAME}\0observation\0{row.get('id')}",
+        content=text or str(row.get("text") or ""),
+        namespace=namespace_of(_project(row), source),
+        memory_type=MemoryType.EPISODIC,
+        importance=IMPORTANCE.get(kind, 0.5),
+        tags=labels([NAME, kind, *json_list(row.get("concepts"))]),
+        linked_entities=labels(files),
+        metadata=_meta(row, "observation"),
+        session_id=_session(row),
+        created_at=_created(row),
+    )
+
+
+def _summary(row: dict[str, Any], source: Source) -> ImportItem:
+    lines = [f"{label}: {str(row.get(key)).strip()}" for key, label in SUMMARY_FIELDS
+             if row.get(key) and str(row.get(key)).strip()]
+    files = json_list(row.get("files_read")) + json_list(row.get("files_edited"))
+    return ImportItem(
+        key=f"{NAME}\0summary\0{row.get('id')}",
+        content="Session summary\n" + "\n".join(lines) if lines else "",
+        namespace=namespace_of(_project(row), source),
+        memory_type=MemoryType.SEMANTIC,
+        importance=0.6,
+        tags=labels([NAME, "session-summary"]),
+        linked_entities=labels(files),
+        metadata=_meta(row, "session_summary"),
+        session_id=_session(row),
+        created_at=_created(row),
+    )
+
+
+def _directive(row: dict[str, Any], source: Source) -> ImportItem:
+    is_global = row.get("scope") == "global" and source.namespace is None
+    return ImportItem(
+        key=f"{NAME}\0directive\0{row.get('id')}",
+        content=str(row.get("content") or ""),
+        namespace=GLOBAL_NAMESPACE if is_global else namespace_of(row.get("project"), source),
+        memory_type=MemoryType.SEMANTIC,
+        importance=0.9,
+        tags=labels([NAME, "directive"]),
+        metadata=_meta(row, "directive"),
+        created_at=_created(row),
+    )
+
+
+def _meta(row: dict[str, Any], kind: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {"source": NAME, "record": kind, "claude_mem_id": row.get("id")}
+    for key in ("project", "prompt_number", "generated_by_model"):
+        if row.get(key) is not None:
+            meta[key] = row[key]
+    return meta
+
+
+def _session(row: dict[str, Any]) -> str | None:
+    value = row.get("memory_session_id")
+    return str(value) if value else None
+
+
+def _created(row: dict[str, Any]) -> float | None:
+    return epoch(row.get("created_at_epoch")) or epoch(row.get("created_at"))
+
+
+READER = Reader(read, EXPECTS)
+
+
+def default_path(home: Path) -> Path:
+    return home / ".claude-mem" / "claude-mem.db"
