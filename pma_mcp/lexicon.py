@@ -30,7 +30,7 @@ STOPWORDS = frozenset(
     """.split()
 )
 
-_SPEAKER = re.compile(r"\s*([^\s:][^:\n]{0,39}):\s")
+_SPEAKER = re.compile(r"\s*([^\s:()\[\]][^:\n()\[\]]{0,39}):\s")
 MAX_SPEAKER_WORDS = 4
 
 
@@ -54,7 +54,8 @@ def speaker_of(content: str) -> str | None:
     """The name in a leading "Name: text" (a conversation turn), or None.
 
     At most four words and 40 characters before the colon, so "Note: ..." counts but a
-    sentence that merely contains a colon does not.
+    sentence that merely contains a colon does not. No brackets: "payments-service (service):
+    ..." is a label with its kind (an imported entity's observation), not someone speaking.
     """
     match = _SPEAKER.match(content)
     if match is None:

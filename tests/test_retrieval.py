@@ -42,6 +42,8 @@ def test_query_words_drop_stopwords_and_punctuation() -> None:
         ("The ratio is 3:1 in favour", None),
         ("one two three four five: too many words", None),
         ("no colon here", None),
+        ("payments-service (service): owned by billing", None),
+        ("[INFO] build: done", None),
         (": empty name", None),
     ],
 )
