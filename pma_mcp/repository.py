@@ -22,6 +22,7 @@ import dataclasses
 import json
 import math
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -184,6 +185,16 @@ _COLUMNS = (
     "access_count, created_at, accessed_at, metadata, session_id, content_hash, superseded_by"
 )
 _M_COLUMNS = ", ".join(f"m.{c.strip()}" for c in _COLUMNS.split(","))
+
+
+@dataclass(frozen=True, slots=True)
+class GCBatching:
+    """How a GC plan is cut into transactions (see `Repository.apply_gc`)."""
+
+    changes: int = 200
+    seconds: float = 0.2
+    pause: float = 0.12
+    """SQLite's default busy handler sleeps at most 100 ms between retries."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -409,42 +420,78 @@ class Repository:
         memories: dict[str, Memory],
         now: float,
         cursor: tuple[str, int] | None = None,
-    ) -> None:
-        """Apply a collector plan in one transaction, writing lineage for every change.
+        *,
+        batch: GCBatching | None = None,
+    ) -> int:
+        """Apply a collector plan in short transactions, writing lineage with every change.
+
+        Each transaction holds at most `batch.changes` changes and ends early once it has
+        held the write lock for `batch.seconds`; between transactions GC pauses
+        `batch.pause` seconds, longer than SQLite's busy handler sleeps between retries, so
+        a writer waiting in another process gets the lock (a 2,500-merge plan in one
+        transaction kept other writers waiting ~10 s). Every change is whole within its
+        transaction, so a crash between batches leaves a consistent store; the rest of the
+        plan is re-planned by the next run.
 
         The plan was made from a snapshot; a step whose memory has since been deleted or moved
         (a concurrent GC in another process, a forget) is skipped, so nothing is applied twice.
-        `cursor` (namespace, seq) records where a bounded run's window ended.
+        `cursor` (namespace, seq) records where a bounded run's window ended; it is written
+        with the last batch. Returns the number of transactions used.
         """
-        async with self._write() as conn:
-            if cursor is not None:
-                await conn.execute(
-                    "INSERT INTO gc_cursors (namespace, seq) VALUES (?, ?) "
-                    "ON CONFLICT (namespace) DO UPDATE SET seq = excluded.seq",
-                    cursor,
-                )
-            for decision in decisions:
-                memory = memories[decision.memory_id]
-                if decision.action == "merge":
-                    assert decision.merge_into is not None
-                    await self._merge(conn, memory, memories[decision.merge_into], now,
-                                      decision.reason, decision.breakdown.composite)
-                elif decision.action == "delete":
-                    await self._delete(conn, memory, now, decision.reason,
-                                       score=decision.breakdown.composite)
-                elif decision.action in ("promote", "demote", "archive"):
-                    assert decision.to_tier is not None
-                    moved = await conn.execute(
-                        "UPDATE memories SET memory_type = ? WHERE seq = ? AND memory_type = ?",
-                        (decision.to_tier.value, memory.seq, decision.from_tier.value),
+        limits = batch or GCBatching()
+        pending = list(decisions)
+        done = 0
+        transactions = 0
+        while True:
+            async with self._write() as conn:
+                transactions += 1
+                started = time.monotonic()
+                in_batch = 0
+                while done < len(pending) and in_batch < limits.changes and (
+                    in_batch == 0 or time.monotonic() - started < limits.seconds
+                ):
+                    await self._apply_decision(conn, pending[done], memories, now)
+                    done += 1
+                    in_batch += 1
+                if done >= len(pending) and cursor is not None:
+                    await conn.execute(
+                        "INSERT INTO gc_cursors (namespace, seq) VALUES (?, ?) "
+                        "ON CONFLICT (namespace) DO UPDATE SET seq = excluded.seq",
+                        cursor,
                     )
-                    if moved.rowcount != 1:
-                        continue  # changed since the plan was made (another process's GC)
-                    await self._lineage(
-                        conn, memory.id, memory.namespace, decision.action, now,
-                        from_tier=memory.memory_type, to_tier=decision.to_tier,
-                        score=decision.breakdown.composite, reason=decision.reason,
-                    )
+            if done >= len(pending):
+                return transactions
+            await asyncio.sleep(limits.pause)
+
+    async def _apply_decision(
+        self,
+        conn: aiosqlite.Connection,
+        decision: GCDecision,
+        memories: dict[str, Memory],
+        now: float,
+    ) -> None:
+        """One change of a GC plan with its lineage; skipped if the memory changed since."""
+        memory = memories[decision.memory_id]
+        if decision.action == "merge":
+            assert decision.merge_into is not None
+            await self._merge(conn, memory, memories[decision.merge_into], now,
+                              decision.reason, decision.breakdown.composite)
+        elif decision.action == "delete":
+            await self._delete(conn, memory, now, decision.reason,
+                               score=decision.breakdown.composite)
+        elif decision.action in ("promote", "demote", "archive"):
+            assert decision.to_tier is not None
+            moved = await conn.execute(
+                "UPDATE memories SET memory_type = ? WHERE seq = ? AND memory_type = ?",
+                (decision.to_tier.value, memory.seq, decision.from_tier.value),
+            )
+            if moved.rowcount != 1:
+                return  # changed since the plan was made (another process's GC)
+            await self._lineage(
+                conn, memory.id, memory.namespace, decision.action, now,
+                from_tier=memory.memory_type, to_tier=decision.to_tier,
+                score=decision.breakdown.composite, reason=decision.reason,
+            )
 
     # ----------------------------------------------------------------- reads
 
