@@ -23,7 +23,7 @@ import json
 import math
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -185,6 +185,12 @@ _COLUMNS = (
     "access_count, created_at, accessed_at, metadata, session_id, content_hash, superseded_by"
 )
 _M_COLUMNS = ", ".join(f"m.{c.strip()}" for c in _COLUMNS.split(","))
+_STATIC_SCORE = (
+    "(? * m.importance + ? * exp(-0.1 * max(0.0, (? - m.created_at) / 3600.0)) "
+    "+ ? * min(ln(1 + m.access_count) / 10.0, 1.0))"
+)
+"""The query-less composite of scoring.score over alias m; parameters: the importance,
+recency and access weights around `now`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -615,13 +621,54 @@ class Repository:
         sql = (
             "SELECT m.seq, 0.0, m.importance, m.created_at, m.access_count, m.speaker "
             f"FROM memories m WHERE {where} ORDER BY "
-            "(? * m.importance + ? * exp(-0.1 * max(0.0, (? - m.created_at) / 3600.0)) "
-            "+ ? * min(ln(1 + m.access_count) / 10.0, 1.0)) DESC, m.seq DESC LIMIT ?"
+            f"{_STATIC_SCORE} DESC, m.seq DESC LIMIT ?"
         )
         args = (*params, weights.importance, weights.recency, now, weights.access, limit)
         async with self._conn.execute(sql, args) as cur:
             rows = await cur.fetchall()
         return [Candidate(*r) for r in rows]
+
+    async def memories_matching_all(
+        self, namespace: str, groups: Sequence[Sequence[str]], limit: int = 5_000
+    ) -> list[Memory]:
+        """Current memories of `namespace` whose own text holds every word of at least one
+        group (the near-duplicate neighbours of consolidate). Words are letters and digits."""
+        clauses = [" AND ".join(f'"{w}"' for w in group) for group in groups if group]
+        if not clauses:
+            return []
+        match = "content : (" + " OR ".join(f"({c})" for c in clauses) + ")"
+        sql = (
+            f"SELECT {_M_COLUMNS} FROM memory_fts CROSS JOIN memories m "
+            "ON m.seq = memory_fts.rowid WHERE memory_fts MATCH ? AND m.namespace = ? "
+            "AND m.superseded_by IS NULL LIMIT ?"
+        )
+        return await self._fetch_all(self._conn, sql, (match, namespace, limit))
+
+    async def by_gc_score(
+        self,
+        namespace: str,
+        now: float,
+        weights: Weights,
+        *,
+        at_least: float,
+        archived_at_least: float,
+    ) -> AsyncGenerator[Memory, None]:
+        """Current memories of `namespace` scoring at least `at_least` without a query, best
+        first (ties: newest first); archived ones only from `archived_at_least`. Read lazily,
+        so a caller that has seen enough stops the scan. The expression mirrors
+        `scoring.score` only to order rows inside SQLite; callers rescore with scoring.py."""
+        sql = (
+            f"SELECT * FROM (SELECT {_M_COLUMNS}, {_STATIC_SCORE} AS gc_score "
+            "FROM memories m WHERE m.namespace = ? AND m.superseded_by IS NULL) "
+            "WHERE gc_score >= ? AND (memory_type != 'archived' OR gc_score >= ?) "
+            "ORDER BY gc_score DESC, seq DESC"
+        )
+        args = (weights.importance, weights.recency, now, weights.access, namespace,
+                at_least, archived_at_least)
+        async with self._conn.execute(sql, args) as cur:
+            while rows := await cur.fetchmany(256):
+                for row in rows:
+                    yield _memory(row)
 
     async def namespace_memories(
         self,
