@@ -19,11 +19,11 @@ Exact duplicates never reach this point: `add` recognises them by content hash.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 from pma_mcp import lexicon
 from pma_mcp.models import Memory, MergePair
@@ -37,71 +37,78 @@ SIGNATURE_TERMS = 3
 MAX_SIGNATURE_DF = 1_000
 """A term in more memories than this says too little to make two memories neighbours; it
 also bounds the neighbours one signature can have."""
+_STATS_CHUNK = 5_000
 MAX_COMPONENT = 64
 """At most this many memories are followed through chains of near-duplicates by `inspect`."""
 
 ScoreOf = Callable[[Memory], float]
 
 
-@dataclass(frozen=True)
 class Vocabulary:
     """How the store reads words: each word's index terms and each term's document count."""
 
-    terms: Mapping[str, tuple[str, ...]]
-    doc_freq: Mapping[str, int]
-    total: int
+    def __init__(
+        self, terms: Mapping[str, tuple[str, ...]], doc_freq: Mapping[str, int], total: int
+    ) -> None:
+        self.terms = terms
+        self.doc_freq = doc_freq
+        self.total = total
+        self._idf: dict[str, float] = {}
 
     def idf(self, term: str) -> float:
-        return math.log((1 + self.total) / (1 + self.doc_freq.get(term, 0))) + 1.0
+        """sklearn's smoothed idf: ln((1 + N) / (1 + df)) + 1."""
+        value = self._idf.get(term)
+        if value is None:
+            value = math.log((1 + self.total) / (1 + self.doc_freq.get(term, 0))) + 1.0
+            self._idf[term] = value
+        return value
 
 
-@dataclass(frozen=True)
 class Profile:
-    """One memory as the merge rule sees it."""
+    """One memory as the merge rule sees it: its signature (rarest terms), the pairs of them
+    that make it a neighbour (`keys`), a word of its text for each signature term (`probes`,
+    what the FTS index matches) and, computed only when compared, its vector."""
 
-    memory: Memory
-    vector: Mapping[str, float]
-    signature: tuple[str, ...]
-    probes: tuple[str, ...]
-    """A word of the memory's text for each signature term (what the FTS index matches)."""
-
-    def neighbour_keys(self) -> set[tuple[str, ...]]:
+    def __init__(self, memory: Memory, vocabulary: Vocabulary, words: Sequence[str]) -> None:
+        self.memory = memory
+        self._vocabulary = vocabulary
+        terms = vocabulary.terms
+        self._sequence = [(t, w) for w in words for t in terms.get(w, ())]
+        first: dict[str, str] = {}  # each term with the first word that gives it
+        for term, word in self._sequence:
+            first.setdefault(term, word)
+        df = vocabulary.doc_freq
+        rare = heapq.nsmallest(SIGNATURE_TERMS, (
+            (n, t) for t in first if (n := df.get(t, 0)) <= MAX_SIGNATURE_DF))
+        self.signature = tuple(t for _, t in rare)
+        self.probes = tuple(first[t] for t in self.signature)
         if len(self.signature) == 1:
-            return {self.signature}
-        return {tuple(sorted(pair)) for pair in itertools.combinations(self.signature, 2)}
+            self.keys: tuple[tuple[str, ...], ...] = (self.signature,)
+        else:
+            self.keys = tuple(tuple(sorted(pair))
+                              for pair in itertools.combinations(self.signature, 2))
+        self._vector: dict[str, float] | None = None
 
-
-def profile(memory: Memory, vocabulary: Vocabulary) -> Profile:
-    """Vector and signature of one memory."""
-    sequence: list[tuple[str, str]] = [
-        (term, word)
-        for word in lexicon.words(memory.content)
-        for term in vocabulary.terms.get(word, ())
-    ]
-    terms = [t for t, _ in sequence]
-    weights: dict[str, float] = {}
-    for term, n in Counter(terms).items():
-        weights[term] = (1.0 + math.log(n)) * vocabulary.idf(term)
-    for (a, b), n in Counter(itertools.pairwise(terms)).items():
-        weights[f"{a} {b}"] = (1.0 + math.log(n)) * max(vocabulary.idf(a), vocabulary.idf(b))
-    norm = math.sqrt(sum(w * w for w in weights.values())) or 1.0
-    word_of = dict(reversed(sequence))  # each term with the first word that gave it
-    rare = sorted(
-        (vocabulary.doc_freq.get(t, 0), t) for t in word_of
-        if vocabulary.doc_freq.get(t, 0) <= MAX_SIGNATURE_DF
-    )[:SIGNATURE_TERMS]
-    signature = tuple(t for _, t in rare)
-    return Profile(
-        memory=memory,
-        vector={k: w / norm for k, w in weights.items()},
-        signature=signature,
-        probes=tuple(word_of[t] for t in signature),
-    )
+    @property
+    def vector(self) -> Mapping[str, float]:
+        """Sublinear tf × idf over terms and adjacent-term pairs (a pair weighs as its rarer
+        term: its own document count is not kept), L2-normalised."""
+        if self._vector is None:
+            idf = self._vocabulary.idf
+            terms = [t for t, _ in self._sequence]
+            weights: dict[str, float] = {}
+            for term, n in Counter(terms).items():
+                weights[term] = (1.0 + math.log(n)) * idf(term)
+            for (a, b), n in Counter(itertools.pairwise(terms)).items():
+                weights[f"{a} {b}"] = (1.0 + math.log(n)) * max(idf(a), idf(b))
+            norm = math.sqrt(sum(w * w for w in weights.values())) or 1.0
+            self._vector = {k: w / norm for k, w in weights.items()}
+        return self._vector
 
 
 def neighbours(a: Profile, b: Profile) -> bool:
     """Whether the rule compares `a` with `b` at all."""
-    return bool(a.neighbour_keys() & b.neighbour_keys())
+    return not set(a.keys).isdisjoint(b.keys)
 
 
 def cosine(a: Profile, b: Profile) -> float:
@@ -140,7 +147,7 @@ def similar_pairs(
     """Every neighbouring pair at or above `threshold`, found through shared signature keys."""
     groups: dict[tuple[str, ...], list[int]] = {}
     for i, p in enumerate(profiles):
-        for key in p.neighbour_keys():
+        for key in p.keys:
             groups.setdefault(key, []).append(i)
     seen: set[tuple[int, int]] = set()
     edges = []
@@ -158,16 +165,28 @@ def similar_pairs(
 # ------------------------------------------------------------------ with the store
 
 
-async def vocabulary(repo: Repository, texts: Iterable[str]) -> Vocabulary:
-    """The index terms of every word of `texts` and their document frequencies."""
-    words = sorted({w for text in texts for w in lexicon.words(text)})
-    terms: dict[str, list[str]] = {}
-    for word, term in await repo.analyze_terms(words):
+async def vocabulary(repo: Repository, texts: Iterable[Sequence[str]]) -> Vocabulary:
+    """The index terms of every word of `texts` (each a list of words) and their document
+    frequencies. A run of ASCII digits is its own term (no stemming applies to it)."""
+    words = {w for text in texts for w in text}
+    terms: dict[str, list[str]] = {w: [w] for w in words if w.isascii() and w.isdigit()}
+    for word, term in await repo.analyze_terms(sorted(words - terms.keys())):
         terms.setdefault(word, []).append(term)
     distinct = sorted({t for ts in terms.values() for t in ts})
-    stats = await repo.term_stats(distinct)
+    doc_freq: dict[str, int] = {}
+    total = 0
+    for start in range(0, max(len(distinct), 1), _STATS_CHUNK):
+        stats = await repo.term_stats(distinct[start:start + _STATS_CHUNK])
+        doc_freq.update(stats.content_freq)
+        total = stats.total_docs
     return Vocabulary(terms={w: tuple(ts) for w, ts in terms.items()},
-                      doc_freq=stats.content_freq, total=stats.total_docs)
+                      doc_freq=doc_freq, total=total)
+
+
+async def profiles(repo: Repository, memories: Sequence[Memory]) -> list[Profile]:
+    words = [lexicon.words(m.content) for m in memories]
+    vocab = await vocabulary(repo, words)
+    return [Profile(m, vocab, w) for m, w in zip(memories, words, strict=True)]
 
 
 def _current(memories: Iterable[Memory]) -> list[Memory]:
@@ -183,9 +202,7 @@ async def near_duplicates(
     current = _current(memories)
     if len(current) < 2:
         return []
-    vocab = await vocabulary(repo, (m.content for m in current))
-    profiles = [profile(m, vocab) for m in current]
-    edges = similar_pairs(profiles)
+    edges = similar_pairs(await profiles(repo, current))
     return select(edges, {m.id: score_of(m) for e in edges for m in e[1:]})
 
 
@@ -198,30 +215,24 @@ async def merge_of(repo: Repository, memory: Memory, score_of: ScoreOf) -> Merge
     pending = [memory]
     edges: dict[tuple[str, str], tuple[float, Memory, Memory]] = {}
     while pending and len(found) < MAX_COMPONENT:
-        vocab = await vocabulary(repo, (m.content for m in pending))
-        fresh = [profile(m, vocab) for m in pending if m.id not in found]
+        fresh = await profiles(repo, pending)
+        found.update((p.memory.id, p) for p in fresh)
         pending = []
-        for p in fresh:
-            found[p.memory.id] = p
         for p in fresh:
             if not p.signature:
                 continue
-            keys = [[p.probes[p.signature.index(t)] for t in key] for key in p.neighbour_keys()]
-            others = [o for o in await repo.memories_matching_all(p.memory.namespace, keys)
+            groups = [[p.probes[p.signature.index(t)] for t in key] for key in p.keys]
+            others = [o for o in await repo.memories_matching_all(p.memory.namespace, groups)
                       if o.id != p.memory.id]
-            if not others:
-                continue
-            other_vocab = await vocabulary(repo, (o.content for o in others))
-            for o in others:
-                q = found.get(o.id) or profile(o, other_vocab)
-                if not neighbours(p, q):
+            known = [found[o.id] for o in others if o.id in found]
+            new = await profiles(repo, [o for o in others if o.id not in found])
+            for q in [*known, *new]:
+                if not neighbours(p, q) or (value := cosine(p, q)) < NEAR_DUPLICATE_COSINE:
                     continue
-                value = cosine(p, q)
-                if value < NEAR_DUPLICATE_COSINE:
-                    continue
-                edges[min(p.memory.id, o.id), max(p.memory.id, o.id)] = (value, p.memory, o)
-                if o.id not in found and all(o.id != m.id for m in pending):
-                    pending.append(o)
+                ids = sorted((p.memory.id, q.memory.id))
+                edges[ids[0], ids[1]] = (value, p.memory, q.memory)
+                if q.memory.id not in found and q.memory not in pending:
+                    pending.append(q.memory)
     members = {m.id: m for e in edges.values() for m in e[1:]}
     for pair in select(edges.values(), {i: score_of(m) for i, m in members.items()}):
         if pair.gone.id == memory.id:

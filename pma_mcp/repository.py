@@ -197,7 +197,7 @@ recency and access weights around `now`."""
 class GCBatching:
     """How a GC plan is cut into transactions (see `Repository.apply_gc`)."""
 
-    changes: int = 200
+    changes: int = 1_000
     seconds: float = 0.2
     pause: float = 0.12
     """SQLite's default busy handler sleeps at most 100 ms between retries."""
@@ -249,17 +249,22 @@ def _memory(row: sqlite3.Row) -> Memory:
         content=row["content"],
         memory_type=MemoryType(row["memory_type"]),
         importance=row["importance"],
-        tags=json.loads(row["tags"]),
-        linked_entities=json.loads(row["linked_entities"]),
+        tags=_json_list(row["tags"]),
+        linked_entities=_json_list(row["linked_entities"]),
         token_count=row["token_count"],
         access_count=row["access_count"],
         created_at=to_datetime(row["created_at"]),
         accessed_at=to_datetime(row["accessed_at"]),
-        metadata=json.loads(row["metadata"]),
+        metadata={} if row["metadata"] == "{}" else json.loads(row["metadata"]),
         session_id=row["session_id"],
         content_hash=row["content_hash"],
         superseded_by=row["superseded_by"],
     )
+
+
+def _json_list(text: str) -> list[str]:
+    """A JSON list column; the common empty one without the parser (GC reads 100k rows)."""
+    return [] if text == "[]" else list(json.loads(text))
 
 
 def _labels_text(tags: Iterable[str], entities: Iterable[str]) -> str:
@@ -657,18 +662,30 @@ class Repository:
         first (ties: newest first); archived ones only from `archived_at_least`. Read lazily,
         so a caller that has seen enough stops the scan. The expression mirrors
         `scoring.score` only to order rows inside SQLite; callers rescore with scoring.py."""
-        sql = (
-            f"SELECT * FROM (SELECT {_M_COLUMNS}, {_STATIC_SCORE} AS gc_score "
-            "FROM memories m WHERE m.namespace = ? AND m.superseded_by IS NULL) "
-            "WHERE gc_score >= ? AND (memory_type != 'archived' OR gc_score >= ?) "
-            "ORDER BY gc_score DESC, seq DESC"
-        )
-        args = (weights.importance, weights.recency, now, weights.access, namespace,
+        inner = (f"SELECT {_M_COLUMNS}, {_STATIC_SCORE} AS gc_score FROM memories m "
+                 "WHERE m.namespace = ? AND m.superseded_by IS NULL")
+        where = "gc_score >= ? AND (memory_type != 'archived' OR gc_score >= ?)"
+        order = "ORDER BY gc_score DESC, seq DESC LIMIT ?"
+        head = (weights.importance, weights.recency, now, weights.access, namespace,
                 at_least, archived_at_least)
-        async with self._conn.execute(sql, args) as cur:
-            while rows := await cur.fetchmany(256):
-                for row in rows:
-                    yield _memory(row)
+        # Pages with a bounded sort: a caller usually stops within the first one.
+        page, after = 2048, None
+        args: tuple[Any, ...]
+        while True:
+            if after is None:
+                sql, args = f"SELECT * FROM ({inner}) WHERE {where} {order}", (*head, page)
+            else:
+                sql = (f"SELECT * FROM ({inner}) WHERE {where} "
+                       f"AND (gc_score < ? OR (gc_score = ? AND seq < ?)) {order}")
+                args = (*head, after[0], after[0], after[1], page)
+            async with self._conn.execute(sql, args) as cur:
+                rows = list(await cur.fetchall())
+            for row in rows:
+                yield _memory(row)
+            if len(rows) < page:
+                return
+            after = (float(rows[-1]["gc_score"]), int(rows[-1]["seq"]))
+            page *= 4
 
     async def namespace_memories(
         self,

@@ -45,7 +45,7 @@ async def build(service: MemoryService, clock: FakeClock) -> None:
 
 
 def planned(preview: GCPreview) -> dict[str, tuple[str, MemoryType | None]]:
-    out = {}
+    out: dict[str, tuple[str, MemoryType | None]] = {}
     for group in (preview.to_merge, preview.to_delete, preview.to_archive, preview.to_demote,
                   preview.to_promote, preview.to_keep):
         for d in group:
