@@ -36,7 +36,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from benchmarks.corpus import Corpus
+from benchmarks.corpus import Corpus, store
 from benchmarks.locomo import machine, percentile
 from pma_mcp import collector
 from pma_mcp.budget import WordEstimate
@@ -47,7 +47,6 @@ from pma_mcp.service import MemoryService
 from pma_mcp.transfer import content_hash
 
 NAMESPACE = "/bench/gc"
-BATCH = 5_000
 DUPLICATE_EVERY = 20
 OLD_WINDOW = 5_000
 OLD_COSINE = 0.85
@@ -76,19 +75,7 @@ def corpus_memories(size: int, now: float) -> Iterator[Memory]:
 
 
 async def build(db: Path, size: int) -> None:
-    repo = await Repository.open(str(db))
-    try:
-        source = corpus_memories(size, time.time())
-        batch: list[Memory] = []
-        for memory in source:
-            batch.append(memory)
-            if len(batch) == BATCH:
-                await repo.insert_many(batch, skip_existing=True)
-                batch = []
-        if batch:
-            await repo.insert_many(batch, skip_existing=True)
-    finally:
-        await repo.close()
+    await store(str(db), corpus_memories(size, time.time()))
 
 
 # ------------------------------------------------------------------ the old method
