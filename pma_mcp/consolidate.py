@@ -19,7 +19,6 @@ Exact duplicates never reach this point: `add` recognises them by content hash.
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import math
 from collections import Counter
@@ -38,6 +37,7 @@ MAX_SIGNATURE_DF = 1_000
 """A term in more memories than this says too little to make two memories neighbours; it
 also bounds the neighbours one signature can have."""
 _STATS_CHUNK = 5_000
+_UNRANKED = 1 << 62
 MAX_COMPONENT = 64
 """At most this many memories are followed through chains of near-duplicates by `inspect`."""
 
@@ -45,7 +45,8 @@ ScoreOf = Callable[[Memory], float]
 
 
 class Vocabulary:
-    """How the store reads words: each word's index terms and each term's document count."""
+    """How the store reads words: each word's index terms, each term's document count, and
+    the terms that may sign a memory ranked rarest first (ties by term)."""
 
     def __init__(
         self, terms: Mapping[str, tuple[str, ...]], doc_freq: Mapping[str, int], total: int
@@ -54,6 +55,21 @@ class Vocabulary:
         self.doc_freq = doc_freq
         self.total = total
         self._idf: dict[str, float] = {}
+        distinct = {t for ts in terms.values() for t in ts}
+        self.ranked = sorted(
+            (t for t in distinct if doc_freq.get(t, 0) <= MAX_SIGNATURE_DF),
+            key=lambda t: (doc_freq.get(t, 0), t),
+        )
+        rank = {t: i for i, t in enumerate(self.ranked)}
+        # Most words are one term: their rank in a flat map (C-speed lookups), others apart.
+        self._rank_of: dict[str, int] = {}
+        self._ranks_of: dict[str, tuple[int, ...]] = {}
+        for word, ts in terms.items():
+            if len(ts) == 1:
+                if ts[0] in rank:
+                    self._rank_of[word] = rank[ts[0]]
+            else:
+                self._ranks_of[word] = tuple(rank[t] for t in ts if t in rank)
 
     def idf(self, term: str) -> float:
         """sklearn's smoothed idf: ln((1 + N) / (1 + df)) + 1."""
@@ -63,30 +79,42 @@ class Vocabulary:
             self._idf[term] = value
         return value
 
+    def signature(self, words: Iterable[str]) -> tuple[str, ...]:
+        """The SIGNATURE_TERMS rarest signing terms of a text's words."""
+        distinct = set(words)
+        found = set(map(self._rank_of.get, distinct, itertools.repeat(_UNRANKED)))
+        if self._ranks_of:
+            for word in distinct:
+                if word in self._ranks_of:
+                    found.update(self._ranks_of[word])
+        ranks = sorted(found)[:SIGNATURE_TERMS + 1]
+        return tuple(self.ranked[r] for r in ranks if r != _UNRANKED)[:SIGNATURE_TERMS]
+
+
+def neighbour_keys(signature: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
+    """Two memories are neighbours when they share one of these: the pairs of their signature
+    terms (the term itself for a one-term signature)."""
+    if len(signature) == 1:
+        return (signature,)
+    return tuple(tuple(sorted(pair)) for pair in itertools.combinations(signature, 2))
+
 
 class Profile:
-    """One memory as the merge rule sees it: its signature (rarest terms), the pairs of them
-    that make it a neighbour (`keys`), a word of its text for each signature term (`probes`,
-    what the FTS index matches) and, computed only when compared, its vector."""
+    """One memory as the merge rule sees it: its signature, neighbour keys, a word of its text
+    for each signature term (`probes`, what the FTS index matches) and, computed only when
+    compared, its vector."""
 
     def __init__(self, memory: Memory, vocabulary: Vocabulary, words: Sequence[str]) -> None:
         self.memory = memory
         self._vocabulary = vocabulary
         terms = vocabulary.terms
         self._sequence = [(t, w) for w in words for t in terms.get(w, ())]
+        self.signature = vocabulary.signature(words)
         first: dict[str, str] = {}  # each term with the first word that gives it
         for term, word in self._sequence:
             first.setdefault(term, word)
-        df = vocabulary.doc_freq
-        rare = heapq.nsmallest(SIGNATURE_TERMS, (
-            (n, t) for t in first if (n := df.get(t, 0)) <= MAX_SIGNATURE_DF))
-        self.signature = tuple(t for _, t in rare)
         self.probes = tuple(first[t] for t in self.signature)
-        if len(self.signature) == 1:
-            self.keys: tuple[tuple[str, ...], ...] = (self.signature,)
-        else:
-            self.keys = tuple(tuple(sorted(pair))
-                              for pair in itertools.combinations(self.signature, 2))
+        self.keys = neighbour_keys(self.signature)
         self._vector: dict[str, float] | None = None
 
     @property
@@ -142,13 +170,24 @@ def select(
 
 
 def similar_pairs(
-    profiles: Sequence[Profile], threshold: float = NEAR_DUPLICATE_COSINE
+    memories: Sequence[Memory],
+    words: Sequence[Sequence[str]],
+    vocabulary: Vocabulary,
+    threshold: float = NEAR_DUPLICATE_COSINE,
 ) -> list[tuple[float, Memory, Memory]]:
-    """Every neighbouring pair at or above `threshold`, found through shared signature keys."""
+    """Every neighbouring pair at or above `threshold`, found through shared neighbour keys;
+    only memories that have a neighbour get a vector."""
     groups: dict[tuple[str, ...], list[int]] = {}
-    for i, p in enumerate(profiles):
-        for key in p.keys:
+    for i, text in enumerate(words):
+        for key in neighbour_keys(vocabulary.signature(text)):
             groups.setdefault(key, []).append(i)
+    profiles: dict[int, Profile] = {}
+
+    def profile(i: int) -> Profile:
+        if i not in profiles:
+            profiles[i] = Profile(memories[i], vocabulary, words[i])
+        return profiles[i]
+
     seen: set[tuple[int, int]] = set()
     edges = []
     for members in groups.values():
@@ -156,9 +195,9 @@ def similar_pairs(
             if (i, j) in seen:
                 continue
             seen.add((i, j))
-            value = cosine(profiles[i], profiles[j])
+            value = cosine(profile(i), profile(j))
             if value >= threshold:
-                edges.append((value, profiles[i].memory, profiles[j].memory))
+                edges.append((value, memories[i], memories[j]))
     return edges
 
 
@@ -202,7 +241,8 @@ async def near_duplicates(
     current = _current(memories)
     if len(current) < 2:
         return []
-    edges = similar_pairs(await profiles(repo, current))
+    words = [lexicon.words(m.content) for m in current]
+    edges = similar_pairs(current, words, await vocabulary(repo, words))
     return select(edges, {m.id: score_of(m) for e in edges for m in e[1:]})
 
 
