@@ -6,10 +6,12 @@ The seed's rules, per memory, in this order (scores without a query, so at most 
   2. score ≥ 0.45 → one tier up;
   3. score < 0.10 → archived; score < 0.05 and already archived → deleted.
 Added: tier capacity. The seed's token limits per namespace are enforced: while a tier holds
-more tokens than its capacity, its lowest-scored memory moves one tier down. And near-duplicates
-found by `consolidate` are merged into the better-scored copy.
+more tokens than its capacity, its lowest-scored memory moves one tier down (judged before this
+run's merges). And near-duplicates found by `consolidate` are merged into the better-scored copy.
 
 `plan()` is the whole decision; `service.gc_run` applies exactly the plan `gc_preview` shows.
+`Prediction` makes the same decision for one memory from the memories that score higher
+(`inspect`), and `gc_score` is the one score every GC decision uses.
 """
 
 from __future__ import annotations
