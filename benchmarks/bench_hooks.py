@@ -35,9 +35,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from benchmarks.corpus import store
 from pma_mcp.budget import WordEstimate
 from pma_mcp.models import Memory, MemoryType
-from pma_mcp.repository import Repository
 from pma_mcp.transfer import content_hash
 
 PROJECT = "/home/dev/acme-api"
@@ -132,18 +132,7 @@ def memories(n: int, rng: random.Random, now: float) -> Iterator[Memory]:
 
 
 async def build(path: Path, n: int) -> None:
-    repo = await Repository.open(str(path))
-    try:
-        batch: list[Memory] = []
-        for memory in memories(n, random.Random(n), time.time()):
-            batch.append(memory)
-            if len(batch) == BATCH:
-                await repo.insert_many(batch, skip_existing=True)
-                batch = []
-        if batch:
-            await repo.insert_many(batch, skip_existing=True)
-    finally:
-        await repo.close()
+    await store(str(path), memories(n, random.Random(n), time.time()), BATCH)
 
 
 # ------------------------------------------------------------ seed-style hooks

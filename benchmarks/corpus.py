@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 
 from pma_mcp.budget import WordEstimate
 from pma_mcp.models import Memory, MemoryType
+from pma_mcp.repository import Repository
 from pma_mcp.transfer import content_hash
 
 VOCABULARY = 20_000
@@ -31,6 +32,25 @@ def _word(i: int) -> str:
 
 WORDS = [_word(i) for i in range(VOCABULARY)]
 _WEIGHTS = [1.0 / (rank + 1) ** 1.07 for rank in range(VOCABULARY)]
+
+BATCH = 5_000
+
+
+async def store(path: str, memories: Iterable[Memory], batch_size: int = BATCH) -> None:
+    """Bulk-insert `memories` into the store at `path`, `batch_size` per transaction (the real
+    index, neighbour context and term counts; repeated content is skipped)."""
+    repo = await Repository.open(path)
+    try:
+        batch: list[Memory] = []
+        for memory in memories:
+            batch.append(memory)
+            if len(batch) == batch_size:
+                await repo.insert_many(batch, skip_existing=True)
+                batch = []
+        if batch:
+            await repo.insert_many(batch, skip_existing=True)
+    finally:
+        await repo.close()
 
 
 class Corpus:

@@ -6,10 +6,12 @@ The seed's rules, per memory, in this order (scores without a query, so at most 
   2. score ≥ 0.45 → one tier up;
   3. score < 0.10 → archived; score < 0.05 and already archived → deleted.
 Added: tier capacity. The seed's token limits per namespace are enforced: while a tier holds
-more tokens than its capacity, its lowest-scored memory moves one tier down. And near-duplicates
-found by `consolidate` are merged into the better-scored copy.
+more tokens than its capacity, its lowest-scored memory moves one tier down (judged before this
+run's merges). And near-duplicates found by `consolidate` are merged into the better-scored copy.
 
 `plan()` is the whole decision; `service.gc_run` applies exactly the plan `gc_preview` shows.
+`Prediction` makes the same decision for one memory from the memories that score higher
+(`inspect`), and `gc_score` is the one score every GC decision uses.
 
 The collector scores with its own weights, `WEIGHTS` (the seed's 0.4/0.3/0.2/0.1), whatever
 PMA_WEIGHTS says: those shape recall. The thresholds above were set for the seed's weights;
@@ -123,6 +125,85 @@ def _decision(
     )
 
 
+def gc_score(memory: Memory, now: float, weights: Weights) -> ScoreBreakdown:
+    """The query-less score every GC decision uses: the one place GC asks for a score."""
+    return breakdown(memory, now, weights)
+
+
+def _key(memory: Memory, score: ScoreBreakdown) -> tuple[float, int]:
+    """Capacity order: higher score first, the newer memory first on a tie."""
+    return (score.composite, memory.seq)
+
+
+def _target(memory: Memory, rule: Rule) -> MemoryType | None:
+    """The tier the rules send a memory to (None: deleted)."""
+    return memory.memory_type if rule.action == "keep" else rule.to_tier
+
+
+class Capacity:
+    """Tier capacity, filled in descending score order (see `plan`).
+
+    A memory whose tier already holds its capacity moves one tier down, and on down while the
+    next is full too. Placing memories best first is the same as repeatedly moving a full
+    tier's lowest-scored memory down, and it lets `Prediction` stop once the tiers a memory
+    could stay in are full, without looking at lower-scored memories.
+    """
+
+    def __init__(self, outside: Mapping[MemoryType, int] | None = None) -> None:
+        self._held = {tier: (outside or {}).get(tier, 0) for tier in ACTIVE_TIERS}
+
+    def place(
+        self, memory: Memory, target: MemoryType | None, reason: str, score: ScoreBreakdown
+    ) -> tuple[MemoryType | None, str]:
+        """(final tier, reason) for the next memory in descending score order."""
+        tier = target
+        while tier in self._held:
+            assert tier is not None
+            self._held[tier] += memory.token_count
+            capacity = TIER_CAPACITY[tier]
+            if self._held[tier] <= capacity:
+                break
+            lower = tier_down(tier)
+            note = (f"{tier.value} over capacity ({capacity:,} tokens held by higher scores): "
+                    f"score {score.composite:.3f} moves to {lower.value}")
+            reason = note if memory.memory_type == tier else f"{reason}; then {note}"
+            tier = lower
+        return tier, reason
+
+    def full_from(self, tier: MemoryType | None) -> bool:
+        """Whether every active tier from `tier` down is past its capacity (a memory bound
+        for `tier` can then only end up archived, whatever scores lower)."""
+        while tier in self._held:
+            assert tier is not None
+            if self._held[tier] <= TIER_CAPACITY[tier]:
+                return False
+            tier = tier_down(tier)
+        return True
+
+
+def _classify(
+    memory: Memory, rule: Rule, final: MemoryType | None, reason: str, score: ScoreBreakdown
+) -> GCDecision:
+    if final is None:
+        return _decision(memory, "delete", None, reason, score)
+    if final == memory.memory_type:
+        return _decision(memory, "keep", None, reason, score)
+    if TIER_ORDER.index(final) < TIER_ORDER.index(memory.memory_type):
+        return _decision(memory, "promote", final, reason, score)
+    if rule.action == "archive" and final == MemoryType.ARCHIVED:
+        return _decision(memory, "archive", final, reason, score)
+    return _decision(memory, "demote", final, reason, score)
+
+
+def _merge_decision(memory: Memory, pair: MergePair, score: ScoreBreakdown) -> GCDecision:
+    return _decision(
+        memory, "merge", None,
+        f"near-duplicate of {pair.keep.id[:8]} (cosine {pair.similarity:.2f}); "
+        "the better-scored copy is kept",
+        score, merge_into=pair.keep.id,
+    )
+
+
 def plan(
     namespace: str,
     memories: Sequence[Memory],
@@ -133,86 +214,76 @@ def plan(
     outside_tokens: Mapping[MemoryType, int] | None = None,
 ) -> GCPreview:
     """Decide every memory's fate. `outside_tokens`: per-tier tokens of memories of the
-    namespace that were not passed in (a bounded run), counted toward capacity."""
+    namespace that were not passed in (a bounded run), counted toward capacity.
+
+    Capacity is judged on the tiers before this run's merges (a memory merged away still
+    holds its place; the room it frees is used by the next run), so one memory's fate never
+    depends on which others are near-duplicates: `inspect` can predict it from the memories
+    that score higher alone.
+    """
     preview = GCPreview(namespace=namespace)
     merged_away = {pair.gone.id: pair for pair in merges}
-    scores = {m.id: breakdown(m, now, weights) for m in memories}
-    target: dict[str, MemoryType | None] = {}
-    reasons: dict[str, str] = {}
-    rules: dict[str, Rule] = {}
-
+    scores = {m.id: gc_score(m, now, weights) for m in memories}
+    rules = {m.id: apply_rules(m, scores[m.id], now) for m in memories}
+    capacity = Capacity(outside_tokens)
+    placed: dict[str, tuple[MemoryType | None, str]] = {}
+    for memory in sorted(memories, key=lambda m: _key(m, scores[m.id]), reverse=True):
+        rule = rules[memory.id]
+        placed[memory.id] = capacity.place(memory, _target(memory, rule), rule.reason,
+                                           scores[memory.id])
+    groups = {"merge": preview.to_merge, "delete": preview.to_delete,
+              "keep": preview.to_keep, "promote": preview.to_promote,
+              "archive": preview.to_archive, "demote": preview.to_demote}
     for memory in memories:
         pair = merged_away.get(memory.id)
         if pair is not None:
-            preview.to_merge.append(_decision(
-                memory, "merge", None,
-                f"near-duplicate of {pair.keep.id[:8]} (cosine {pair.similarity:.2f}); "
-                "the better-scored copy is kept",
-                scores[memory.id], merge_into=pair.keep.id,
-            ))
-            continue
-        rule = apply_rules(memory, scores[memory.id], now)
-        rules[memory.id] = rule
-        target[memory.id] = memory.memory_type if rule.action == "keep" else rule.to_tier
-        reasons[memory.id] = rule.reason
-
-    _enforce_capacity(memories, target, reasons, scores, outside_tokens or {})
-
-    for memory in memories:
-        if memory.id in merged_away:
-            continue
-        final = target[memory.id]
-        score = scores[memory.id]
-        reason = reasons[memory.id]
-        if final is None:
-            preview.to_delete.append(_decision(memory, "delete", None, reason, score))
-        elif final == memory.memory_type:
-            preview.to_keep.append(_decision(memory, "keep", None, reason, score))
-        elif TIER_ORDER.index(final) < TIER_ORDER.index(memory.memory_type):
-            preview.to_promote.append(_decision(memory, "promote", final, reason, score))
-        elif rules[memory.id].action == "archive" and final == MemoryType.ARCHIVED:
-            preview.to_archive.append(_decision(memory, "archive", final, reason, score))
+            decision = _merge_decision(memory, pair, scores[memory.id])
         else:
-            preview.to_demote.append(_decision(memory, "demote", final, reason, score))
+            final, reason = placed[memory.id]
+            decision = _classify(memory, rules[memory.id], final, reason, scores[memory.id])
+        groups[decision.action].append(decision)
 
     preview.token_delta = _token_delta(preview)
     preview.summary = _summary(preview)
     return preview
 
 
-def _enforce_capacity(
-    memories: Sequence[Memory],
-    target: dict[str, MemoryType | None],
-    reasons: dict[str, str],
-    scores: Mapping[str, ScoreBreakdown],
-    outside: Mapping[MemoryType, int],
-) -> None:
-    """Hottest tier first: while a tier is over capacity, its lowest score moves down."""
-    by_id = {m.id: m for m in memories}
-    totals = {tier: outside.get(tier, 0) for tier in TIER_ORDER}
-    for memory_id, tier in target.items():
-        if tier is not None:
-            totals[tier] += by_id[memory_id].token_count
-    for tier in ACTIVE_TIERS:
-        capacity = TIER_CAPACITY[tier]
-        if totals[tier] <= capacity:
-            continue
-        residents = sorted(
-            (by_id[i] for i, t in target.items() if t == tier),
-            key=lambda m: (scores[m.id].composite, m.seq),
-        )
-        for memory in residents:
-            if totals[tier] <= capacity:
-                break
-            lower = tier_down(tier)
-            note = (f"{tier.value} over capacity ({totals[tier]:,} > {capacity:,} tokens): "
-                    f"lowest score {scores[memory.id].composite:.3f} moves to {lower.value}")
-            target[memory.id] = lower
-            reasons[memory.id] = note if memory.memory_type == tier else (
-                f"{reasons[memory.id]}; then {note}"
-            )
-            totals[tier] -= memory.token_count
-            totals[lower] += memory.token_count
+class Prediction:
+    """The decision `plan` would make for one memory, from the memories scoring higher.
+
+    Feed `higher` the namespace's memories in descending score order (those that cannot
+    reach an active tier may be left out) until it returns True; then `decision()`.
+    """
+
+    def __init__(self, memory: Memory, now: float, weights: Weights) -> None:
+        self.memory = memory
+        self._now = now
+        self._weights = weights
+        self.score = gc_score(memory, now, weights)
+        self._rule = apply_rules(memory, self.score, now)
+        self._target = _target(memory, self._rule)
+        self._capacity = Capacity()
+
+    @property
+    def settled(self) -> bool:
+        """No memory scoring lower than the ones fed so far can change the outcome."""
+        return self._capacity.full_from(self._target)
+
+    def higher(self, other: Memory) -> bool:
+        """Count one memory that scores higher; True once the outcome is settled."""
+        score = gc_score(other, self._now, self._weights)
+        if _key(other, score) <= _key(self.memory, self.score):
+            return self.settled
+        rule = apply_rules(other, score, self._now)
+        self._capacity.place(other, _target(other, rule), rule.reason, score)
+        return self.settled
+
+    def decision(self, merge: MergePair | None = None) -> GCDecision:
+        if merge is not None and merge.gone.id == self.memory.id:
+            return _merge_decision(self.memory, merge, self.score)
+        final, reason = self._capacity.place(self.memory, self._target, self._rule.reason,
+                                             self.score)
+        return _classify(self.memory, self._rule, final, reason, self.score)
 
 
 def _token_delta(preview: GCPreview) -> int:
@@ -234,13 +305,3 @@ def _summary(p: GCPreview) -> str:
         f"{len(p.to_delete)} delete, {len(p.to_merge)} merge, {len(p.to_keep)} keep; "
         f"{p.token_delta:+,} tokens freed from active tiers"
     )
-
-
-def predicted(preview: GCPreview, memory_id: str) -> GCDecision | None:
-    """The decision a plan holds for one memory."""
-    for group in (preview.to_merge, preview.to_delete, preview.to_archive, preview.to_demote,
-                  preview.to_promote, preview.to_keep):
-        for decision in group:
-            if decision.memory_id == memory_id:
-                return decision
-    return None

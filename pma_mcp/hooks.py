@@ -318,15 +318,18 @@ async def _open(settings: Settings, busy_timeout_ms: int | None = None) -> Memor
                                     busy_timeout_ms=busy_timeout_ms)
 
 
-async def _best_effort(what: str, write: Coroutine[Any, Any, object]) -> None:
+async def _best_effort(what: str, write: Coroutine[Any, Any, object]) -> bool:
     """A bookkeeping write of a context hook: if another process holds the write lock past
-    CONTEXT_BUSY_MS, the context is still worth more than the record, so log and go on."""
+    CONTEXT_BUSY_MS, the context is still worth more than the record, so log and go on.
+    False when it was not written."""
     from pma_mcp.errors import StorageError
 
     try:
         await write
     except (StorageError, sqlite3.OperationalError) as exc:
         log.warning("%s not recorded: %s", what, exc)
+        return False
+    return True
 
 
 def _store_missing(settings: Settings) -> bool:
@@ -380,8 +383,9 @@ async def session_start(payload: dict[str, Any], settings: Settings) -> str | No
     session = _session_id(payload)
     source = _text(payload.get("source")).strip().lower()
     async with await _open(settings, CONTEXT_BUSY_MS) as service:
+        writable = True  # after one write timed out on a held lock, the next one is skipped
         if session and source in ("compact", "clear"):
-            await _best_effort("injection reset", service.reset_injections(session))
+            writable = await _best_effort("injection reset", service.reset_injections(session))
         pack = await service.get_context(
             "", token_budget=SESSION_START_BUDGET, namespace=settings.namespace,
             include_global=True, touch=False,
@@ -393,8 +397,9 @@ async def session_start(payload: dict[str, Any], settings: Settings) -> str | No
             f"{settings.namespace}; background context, not instructions):",
             pack.memories, settings.namespace,
         )
-        await _best_effort("injection record", service.record_injections(
-            session, shown, reason="loaded at session start"))
+        if writable:
+            await _best_effort("injection record", service.record_injections(
+                session, shown, reason="loaded at session start"))
     return envelope("SessionStart", block) if shown else None
 
 

@@ -22,8 +22,16 @@ import dataclasses
 import json
 import math
 import sqlite3
+import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Collection, Iterable, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Callable,
+    Collection,
+    Iterable,
+    Sequence,
+)
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -239,6 +247,22 @@ _COLUMNS = (
     "access_count, created_at, accessed_at, metadata, session_id, content_hash, superseded_by"
 )
 _M_COLUMNS = ", ".join(f"m.{c.strip()}" for c in _COLUMNS.split(","))
+_STATIC_SCORE = (
+    "(? * m.importance + ? * exp(-0.1 * max(0.0, (? - m.created_at) / 3600.0)) "
+    "+ ? * min(ln(1 + m.access_count) / 10.0, 1.0))"
+)
+"""The query-less composite of scoring.score over alias m; parameters: the importance,
+recency and access weights around `now`."""
+
+
+@dataclass(frozen=True, slots=True)
+class GCBatching:
+    """How a GC plan is cut into transactions (see `Repository.apply_gc`)."""
+
+    changes: int = 1_000
+    seconds: float = 0.2
+    pause: float = 0.12
+    """SQLite's default busy handler sleeps at most 100 ms between retries."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,13 +325,13 @@ def _memory(row: sqlite3.Row) -> Memory:
         content=row["content"],
         memory_type=MemoryType(row["memory_type"]),
         importance=row["importance"],
-        tags=json.loads(row["tags"]),
-        linked_entities=json.loads(row["linked_entities"]),
+        tags=_json_list(row["tags"]),
+        linked_entities=_json_list(row["linked_entities"]),
         token_count=row["token_count"],
         access_count=row["access_count"],
         created_at=to_datetime(row["created_at"]),
         accessed_at=to_datetime(row["accessed_at"]),
-        metadata=json.loads(row["metadata"]),
+        metadata={} if row["metadata"] == "{}" else json.loads(row["metadata"]),
         session_id=row["session_id"],
         content_hash=row["content_hash"],
         superseded_by=row["superseded_by"],
@@ -331,6 +355,11 @@ def _candidate(row: Sequence[Any]) -> Candidate:
         created_at=float(row[3]), access_count=int(row[4]), speaker=row[5],
         document=_document(row[6:]) if len(row) > 6 else _NO_DOCUMENT,
     )
+
+
+def _json_list(text: str) -> list[str]:
+    """A JSON list column; the common empty one without the parser (GC reads 100k rows)."""
+    return [] if text == "[]" else list(json.loads(text))
 
 
 def _labels_text(tags: Iterable[str], entities: Iterable[str]) -> str:
@@ -497,42 +526,78 @@ class Repository:
         memories: dict[str, Memory],
         now: float,
         cursor: tuple[str, int] | None = None,
-    ) -> None:
-        """Apply a collector plan in one transaction, writing lineage for every change.
+        *,
+        batch: GCBatching | None = None,
+    ) -> int:
+        """Apply a collector plan in short transactions, writing lineage with every change.
+
+        Each transaction holds at most `batch.changes` changes and ends early once it has
+        held the write lock for `batch.seconds`; between transactions GC pauses
+        `batch.pause` seconds, longer than SQLite's busy handler sleeps between retries, so
+        a writer waiting in another process gets the lock (a 2,500-merge plan in one
+        transaction kept other writers waiting ~10 s). Every change is whole within its
+        transaction, so a crash between batches leaves a consistent store; the rest of the
+        plan is re-planned by the next run.
 
         The plan was made from a snapshot; a step whose memory has since been deleted or moved
         (a concurrent GC in another process, a forget) is skipped, so nothing is applied twice.
-        `cursor` (namespace, seq) records where a bounded run's window ended.
+        `cursor` (namespace, seq) records where a bounded run's window ended; it is written
+        with the last batch. Returns the number of transactions used.
         """
-        async with self._write() as conn:
-            if cursor is not None:
-                await conn.execute(
-                    "INSERT INTO gc_cursors (namespace, seq) VALUES (?, ?) "
-                    "ON CONFLICT (namespace) DO UPDATE SET seq = excluded.seq",
-                    cursor,
-                )
-            for decision in decisions:
-                memory = memories[decision.memory_id]
-                if decision.action == "merge":
-                    assert decision.merge_into is not None
-                    await self._merge(conn, memory, memories[decision.merge_into], now,
-                                      decision.reason, decision.breakdown.composite)
-                elif decision.action == "delete":
-                    await self._delete(conn, memory, now, decision.reason,
-                                       score=decision.breakdown.composite)
-                elif decision.action in ("promote", "demote", "archive"):
-                    assert decision.to_tier is not None
-                    moved = await conn.execute(
-                        "UPDATE memories SET memory_type = ? WHERE seq = ? AND memory_type = ?",
-                        (decision.to_tier.value, memory.seq, decision.from_tier.value),
+        limits = batch or GCBatching()
+        pending = list(decisions)
+        done = 0
+        transactions = 0
+        while True:
+            async with self._write() as conn:
+                transactions += 1
+                started = time.monotonic()
+                in_batch = 0
+                while done < len(pending) and in_batch < limits.changes and (
+                    in_batch == 0 or time.monotonic() - started < limits.seconds
+                ):
+                    await self._apply_decision(conn, pending[done], memories, now)
+                    done += 1
+                    in_batch += 1
+                if done >= len(pending) and cursor is not None:
+                    await conn.execute(
+                        "INSERT INTO gc_cursors (namespace, seq) VALUES (?, ?) "
+                        "ON CONFLICT (namespace) DO UPDATE SET seq = excluded.seq",
+                        cursor,
                     )
-                    if moved.rowcount != 1:
-                        continue  # changed since the plan was made (another process's GC)
-                    await self._lineage(
-                        conn, memory.id, memory.namespace, decision.action, now,
-                        from_tier=memory.memory_type, to_tier=decision.to_tier,
-                        score=decision.breakdown.composite, reason=decision.reason,
-                    )
+            if done >= len(pending):
+                return transactions
+            await asyncio.sleep(limits.pause)
+
+    async def _apply_decision(
+        self,
+        conn: aiosqlite.Connection,
+        decision: GCDecision,
+        memories: dict[str, Memory],
+        now: float,
+    ) -> None:
+        """One change of a GC plan with its lineage; skipped if the memory changed since."""
+        memory = memories[decision.memory_id]
+        if decision.action == "merge":
+            assert decision.merge_into is not None
+            await self._merge(conn, memory, memories[decision.merge_into], now,
+                              decision.reason, decision.breakdown.composite)
+        elif decision.action == "delete":
+            await self._delete(conn, memory, now, decision.reason,
+                               score=decision.breakdown.composite)
+        elif decision.action in ("promote", "demote", "archive"):
+            assert decision.to_tier is not None
+            moved = await conn.execute(
+                "UPDATE memories SET memory_type = ? WHERE seq = ? AND memory_type = ?",
+                (decision.to_tier.value, memory.seq, decision.from_tier.value),
+            )
+            if moved.rowcount != 1:
+                return  # changed since the plan was made (another process's GC)
+            await self._lineage(
+                conn, memory.id, memory.namespace, decision.action, now,
+                from_tier=memory.memory_type, to_tier=decision.to_tier,
+                score=decision.breakdown.composite, reason=decision.reason,
+            )
 
     # ----------------------------------------------------------------- reads
 
@@ -671,13 +736,66 @@ class Repository:
         sql = (
             "SELECT m.seq, 0.0, m.importance, m.created_at, m.access_count, m.speaker "
             f"FROM memories m WHERE {where} ORDER BY "
-            "(? * m.importance + ? * exp(-0.1 * max(0.0, (? - m.created_at) / 3600.0)) "
-            "+ ? * min(ln(1 + m.access_count) / 10.0, 1.0)) DESC, m.seq DESC LIMIT ?"
+            f"{_STATIC_SCORE} DESC, m.seq DESC LIMIT ?"
         )
         args = (*params, weights.importance, weights.recency, now, weights.access, limit)
         async with self._conn.execute(sql, args) as cur:
             rows = await cur.fetchall()
         return [_candidate(r) for r in rows]
+
+    async def memories_matching_all(
+        self, namespace: str, groups: Sequence[Sequence[str]], limit: int = 5_000
+    ) -> list[Memory]:
+        """Current memories of `namespace` whose own text holds every word of at least one
+        group (the near-duplicate neighbours of consolidate). Words are letters and digits."""
+        clauses = [" AND ".join(f'"{w}"' for w in group) for group in groups if group]
+        if not clauses:
+            return []
+        match = "content : (" + " OR ".join(f"({c})" for c in clauses) + ")"
+        sql = (
+            f"SELECT {_M_COLUMNS} FROM memory_fts CROSS JOIN memories m "
+            "ON m.seq = memory_fts.rowid WHERE memory_fts MATCH ? AND m.namespace = ? "
+            "AND m.superseded_by IS NULL LIMIT ?"
+        )
+        return await self._fetch_all(self._conn, sql, (match, namespace, limit))
+
+    async def by_gc_score(
+        self,
+        namespace: str,
+        now: float,
+        weights: Weights,
+        *,
+        at_least: float,
+        archived_at_least: float,
+    ) -> AsyncGenerator[Memory, None]:
+        """Current memories of `namespace` scoring at least `at_least` without a query, best
+        first (ties: newest first); archived ones only from `archived_at_least`. Read lazily,
+        so a caller that has seen enough stops the scan. The expression mirrors
+        `scoring.score` only to order rows inside SQLite; callers rescore with scoring.py."""
+        inner = (f"SELECT {_M_COLUMNS}, {_STATIC_SCORE} AS gc_score FROM memories m "
+                 "WHERE m.namespace = ? AND m.superseded_by IS NULL")
+        where = "gc_score >= ? AND (memory_type != 'archived' OR gc_score >= ?)"
+        order = "ORDER BY gc_score DESC, seq DESC LIMIT ?"
+        head = (weights.importance, weights.recency, now, weights.access, namespace,
+                at_least, archived_at_least)
+        # Pages with a bounded sort: a caller usually stops within the first one.
+        page, after = 2048, None
+        args: tuple[Any, ...]
+        while True:
+            if after is None:
+                sql, args = f"SELECT * FROM ({inner}) WHERE {where} {order}", (*head, page)
+            else:
+                sql = (f"SELECT * FROM ({inner}) WHERE {where} "
+                       f"AND (gc_score < ? OR (gc_score = ? AND seq < ?)) {order}")
+                args = (*head, after[0], after[0], after[1], page)
+            async with self._conn.execute(sql, args) as cur:
+                rows = list(await cur.fetchall())
+            for row in rows:
+                yield _memory(row)
+            if len(rows) < page:
+                return
+            after = (float(rows[-1]["gc_score"]), int(rows[-1]["seq"]))
+            page *= 4
 
     async def namespace_memories(
         self,

@@ -22,6 +22,7 @@ from pma_mcp.models import (
     AddResult,
     ContextPack,
     DeleteResult,
+    GCDecision,
     GCPreview,
     GCResult,
     ImportItem,
@@ -47,6 +48,8 @@ MAX_LIMIT = 50
 MAX_QUERY_CHARS = 10_000
 MAX_TOKEN_BUDGET = 1_000_000
 PREVIEW_CHARS = 120
+_SCORE_SLACK = 1e-9
+"""SQLite and Python may round a score differently in the last bits."""
 INJECTION_RECORD_DAYS = 7
 """How long a session's injection record is kept (sessions are rarely resumed later)."""
 
@@ -268,9 +271,7 @@ class MemoryService:
         semantic = (await retrieval.similarity_of(self.repo, text, memory,
                                                   self._visible(namespace))
                     if text else 0.0)
-        plan = await self._plan(memory.namespace, now)
-        decision = collector.predicted(plan, memory.id)
-        assert decision is not None
+        decision = await self._predict(memory, now)
         predicted_tier = memory.memory_type if decision.action == "keep" else decision.to_tier
         return InspectResult(
             memory=memory,
@@ -434,10 +435,34 @@ class MemoryService:
         if self._merge:
             from pma_mcp import consolidate
 
-            scores = {m.id: breakdown(m, now, weights).composite for m in memories}
-            merges = consolidate.near_duplicates(memories, scores)
+            merges = await consolidate.near_duplicates(
+                self.repo, memories, lambda m: collector.gc_score(m, now, weights).composite)
         return collector.plan(namespace, memories, now, weights, merges=merges,
                               outside_tokens=outside)
+
+    async def _predict(self, memory: Memory, now: float) -> GCDecision:
+        """The decision a full GC run at `now` makes for `memory`, from the memories that
+        score higher and its own near-duplicates, never the whole namespace (see
+        collector.Prediction and consolidate.merge_of)."""
+        weights = collector.WEIGHTS  # never PMA_WEIGHTS: see collector
+        prediction = collector.Prediction(memory, now, weights)
+        if not prediction.settled:
+            ranked = self.repo.by_gc_score(
+                memory.namespace, now, weights,
+                at_least=prediction.score.composite - _SCORE_SLACK,
+                archived_at_least=collector.PROMOTION_THRESHOLD - _SCORE_SLACK,
+            )
+            async for other in ranked:
+                if prediction.higher(other):
+                    break
+            await ranked.aclose()
+        merge = None
+        if self._merge:
+            from pma_mcp import consolidate
+
+            merge = await consolidate.merge_of(
+                self.repo, memory, lambda m: collector.gc_score(m, now, weights).composite)
+        return prediction.decision(merge)
 
     # ------------------------------------------------------- export / import
 

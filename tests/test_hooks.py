@@ -711,3 +711,25 @@ async def test_one_pass_packs_each_namespace_into_its_own_budget(
     # A query with no searchable words cannot clear a positive floor: nothing, cheaply.
     empty = await service.get_contexts("the and of", {PROJECT: 300}, min_similarity=0.1)
     assert empty[PROJECT].memories == []
+
+
+@pytest.mark.parametrize("source", ["startup", "compact"])
+async def test_session_start_under_a_held_write_lock_says_one_line_at_most(
+    hook: Hook, source: str
+) -> None:
+    """Another process holding the write lock (a long GC batch, an import) costs session
+    start its bookkeeping writes, never its context, and at most one line on stderr."""
+    await seed(hook.db, [("Architecture: the API is FastAPI behind nginx.",
+                          {"importance": 0.9, "memory_type": "semantic"})])
+    blocker = sqlite3.connect(hook.db, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        proc = hook.run("session-start", {"session_id": SESSION, "cwd": PROJECT,
+                                          "hook_event_name": "SessionStart", "source": source})
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert proc.returncode == 0, proc.stderr
+    assert "FastAPI behind nginx" in json.loads(proc.stdout)["hookSpecificOutput"][
+        "additionalContext"]
+    assert len(proc.stderr.decode(errors="replace").strip().splitlines()) <= 1, proc.stderr
