@@ -14,7 +14,9 @@ them); change them only with a deprecation path.
 
 import functools
 import logging
+import os
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -57,6 +59,12 @@ from pma_mcp.validation import (
 log = logging.getLogger(__name__)
 
 SERVER_NAME = "pma"
+
+CLOSE_TIMEOUT_S = 1.5
+"""Longest wait for the store to close when the client has gone (a query still running)."""
+EXIT_GRACE_S = 0.5
+"""After the store is closed, the longest the stdio server lingers before it exits anyway:
+the SDK's stdin reader thread can stay blocked on a pipe whose other end was never closed."""
 
 INSTRUCTIONS = """\
 pma is persistent memory across sessions. Memories live in this project's namespace; the \
@@ -179,10 +187,17 @@ class _Runtime:
     transaction"). Clients do send tool calls in parallel.
     """
 
-    def __init__(self, settings: Settings, clock: Clock, counter: TokenCounter | None):
+    def __init__(
+        self,
+        settings: Settings,
+        clock: Clock,
+        counter: TokenCounter | None,
+        on_closed: Callable[[], None] | None = None,
+    ):
         self.settings = settings
         self._clock = clock
         self._counter = counter
+        self._on_closed = on_closed
         self._service: MemoryService | None = None
         self._users = 0
         self._lock = anyio.Lock()
@@ -201,12 +216,26 @@ class _Runtime:
         try:
             yield service
         finally:
-            async with self._lock:
-                self._users -= 1
-                if self._users == 0 and self._service is not None:
-                    await self._service.close()
-                    self._service = None
-                    log.info("closed %s", self.settings.database)
+            # Shielded: a client that dies mid-call cancels this scope, and an unclosed store
+            # leaves aiosqlite's (non-daemon) thread waiting, so the process would never exit.
+            with anyio.CancelScope(shield=True):
+                await self._release()
+
+    async def _release(self) -> None:
+        async with self._lock:
+            self._users -= 1
+            if self._users > 0 or self._service is None:
+                return
+            with anyio.move_on_after(CLOSE_TIMEOUT_S) as waited:
+                await self._service.close()
+            self._service = None
+            if waited.cancel_called:
+                log.warning("closing %s took over %.0f s; giving up on it",
+                            self.settings.database, CLOSE_TIMEOUT_S)
+            else:
+                log.info("closed %s", self.settings.database)
+        if self._on_closed is not None:
+            self._on_closed()
 
     @property
     def service(self) -> MemoryService:
@@ -223,13 +252,15 @@ def build_server(
     *,
     clock: Clock = time.time,
     counter: TokenCounter | None = None,
+    on_closed: Callable[[], None] | None = None,
 ) -> MCPServer[MemoryService]:
     """The configured server; nothing is opened until a client connects (the lifespan).
 
     `clock` and `counter` are for tests (a fake clock, a fixed token counter); by default
-    the service loads its token counter lazily, on the first write.
+    the service loads its token counter lazily, on the first write. `on_closed` runs once
+    the store is closed after the last client left (`main` uses it to bound the exit).
     """
-    rt = _Runtime(settings, clock, counter)
+    rt = _Runtime(settings, clock, counter, on_closed)
     app: MCPServer[MemoryService] = MCPServer(
         SERVER_NAME,
         title="Persistent memory (pma)",
@@ -565,10 +596,13 @@ def main(argv: Sequence[str] = ()) -> int:
     configure_logging(settings)
     sys.stderr.write(banner(settings, tty=sys.stdin.isatty()))
     try:
-        anyio.run(build_server(settings).run_stdio_async)
+        anyio.run(build_server(settings, on_closed=_exit_soon).run_stdio_async)
     except BaseException as exc:
         if _only(exc, KeyboardInterrupt):
             return 130
+        if _only(exc, CLIENT_GONE):
+            log.info("the client closed the connection with replies pending; store closed")
+            return 0
         cause = _pma_error(exc)
         if cause is None:
             raise
@@ -577,7 +611,31 @@ def main(argv: Sequence[str] = ()) -> int:
     return 0
 
 
-def _only(exc: BaseException, kind: type[BaseException]) -> bool:
+CLIENT_GONE = (BrokenPipeError, ConnectionResetError, anyio.BrokenResourceError,
+               anyio.ClosedResourceError)
+"""What the transport raises when the client died or closed its pipes mid-reply."""
+
+
+def _exit_soon() -> None:
+    """Exit EXIT_GRACE_S after the store closed, even if a transport thread still blocks.
+
+    A normal exit (stdin EOF) ends the process well before the timer fires; it is a daemon
+    thread, so it never delays that. Only a process that would otherwise linger (an orphan
+    blocking WAL checkpoints) is ended, and its store is already closed.
+    """
+    def force() -> None:
+        log.info("transport still blocked %.1f s after the store closed; exiting", EXIT_GRACE_S)
+        sys.stderr.flush()
+        os._exit(0)
+
+    timer = threading.Timer(EXIT_GRACE_S, force)
+    timer.daemon = True
+    timer.start()
+
+
+def _only(
+    exc: BaseException, kind: type[BaseException] | tuple[type[BaseException], ...]
+) -> bool:
     if isinstance(exc, BaseExceptionGroup):
         return all(_only(e, kind) for e in exc.exceptions)
     return isinstance(exc, kind)
