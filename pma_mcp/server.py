@@ -12,7 +12,9 @@ The tool and argument names are a public interface (agents and users' configs de
 them); change them only with a deprecation path.
 """
 
+import difflib
 import functools
+import inspect
 import logging
 import os
 import sys
@@ -25,13 +27,14 @@ from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 import anyio
 from mcp import MCPError
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
-from mcp.types import INVALID_PARAMS, ToolAnnotations
+from mcp.types import INVALID_PARAMS, CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import Field
 
-from pma_mcp import __version__
+from pma_mcp import __version__, validation
 from pma_mcp.budget import TokenCounter
-from pma_mcp.config import GLOBAL_NAMESPACE, LOG_LEVELS, Settings
+from pma_mcp.config import GLOBAL_NAMESPACE, LOG_LEVELS, Settings, namespace_allowed
 from pma_mcp.errors import Ambiguous, ConfigError, InvalidInput, NotFound, PmaError
 from pma_mcp.schemas import (
     ContextResult,
@@ -244,6 +247,39 @@ class _Runtime:
         return self._service
 
 
+class _Server(MCPServer[MemoryService]):
+    """MCPServer that refuses tool arguments it does not know.
+
+    The SDK (2.x) validates tool arguments with pydantic's default `extra="ignore"`, so a
+    misspelled `tag` for `tags` is dropped and the call succeeds doing something else. The raw
+    arguments are checked here, before that validation, against the tool's parameters.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.accepted: dict[str, tuple[str, ...]] = {}
+        """Tool name → its argument names, filled by `_tool`."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        accepted = self.accepted.get(name)
+        unknown = [] if accepted is None else [a for a in arguments if a not in accepted]
+        if accepted is not None and unknown:
+            raise ToolError(unknown_arguments(name, unknown, accepted))
+        return await super().call_tool(name, arguments, context)
+
+
+def unknown_arguments(tool: str, unknown: Sequence[str], accepted: Sequence[str]) -> str:
+    """The fix-it message for arguments a tool does not take (with the closest spelling)."""
+    hints = []
+    for arg in unknown:
+        close = difflib.get_close_matches(arg, accepted, n=1)
+        hints.append(f"{arg!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return (f"{tool} does not take {', '.join(hints)}; nothing was done. "
+            f"Accepted arguments: {', '.join(accepted)}")
+
+
 # ------------------------------------------------------------------------ factory
 
 
@@ -261,7 +297,7 @@ def build_server(
     the store is closed after the last client left (`main` uses it to bound the exit).
     """
     rt = _Runtime(settings, clock, counter, on_closed)
-    app: MCPServer[MemoryService] = MCPServer(
+    app = _Server(
         SERVER_NAME,
         title="Persistent memory (pma)",
         description="Tiered long-term memory for agents over one SQLite file",
@@ -296,7 +332,7 @@ READ_ONLY = _annotations(read_only=True)
 
 
 def _tool(
-    app: MCPServer[Any], rt: _Runtime, name: str, title: str, annotations: ToolAnnotations
+    app: _Server, rt: _Runtime, name: str, title: str, annotations: ToolAnnotations
 ) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
     """Register `fn` as tool `name`: one call at a time, errors turned into messages an
     agent can act on."""
@@ -305,6 +341,8 @@ def _tool(
         @functools.wraps(fn)
         async def call(*args: P.args, **kwargs: P.kwargs) -> R:
             try:
+                if kwargs.get("namespace") is not None:
+                    kwargs["namespace"] = _allowed_namespace(rt.settings, kwargs["namespace"])
                 async with rt.calls:
                     return await fn(*args, **kwargs)
             except PmaError as err:
@@ -316,6 +354,7 @@ def _tool(
                     "The server is still running: retry, or continue without memory"
                 ) from None
 
+        app.accepted[name] = tuple(inspect.signature(fn).parameters)
         app.add_tool(
             call,
             name=name,
@@ -328,10 +367,28 @@ def _tool(
     return register
 
 
+def _allowed_namespace(settings: Settings, value: object) -> str:
+    """An explicit `namespace` argument, canonical, if this project may use it.
+
+    Without this any tool call could read, supersede or collect another project's memories
+    by naming its namespace (more so on a shared database).
+    """
+    name = validation.namespace(value)
+    if namespace_allowed(settings, name):
+        return name
+    raise InvalidInput(
+        "namespace",
+        f"{name!r} is not this project's namespace; a tool call may name only "
+        f"{settings.namespace!r} (this project), {GLOBAL_NAMESPACE!r} (global) or a namespace "
+        "listed in PMA_READ_NAMESPACES (comma-separated, 'prefix/*' for a family; set it in "
+        "the server's environment to allow this one)",
+    )
+
+
 # -------------------------------------------------------------------------- tools
 
 
-def _add_tools(app: MCPServer[Any], rt: _Runtime) -> None:
+def _add_tools(app: _Server, rt: _Runtime) -> None:
     @_tool(app, rt, "remember", "Remember", _annotations(read_only=False))
     async def remember(
         content: Content,
