@@ -7,7 +7,7 @@ Everything else receives a `Settings` value, so tests build one directly and two
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -152,6 +152,16 @@ def canonical_namespace(name: str) -> str:
     except (OSError, ValueError):
         real = os.path.normpath(name)
     return real.rstrip(os.sep) or os.sep
+
+
+def uncanonical_namespaces(names: Iterable[str]) -> dict[str, str]:
+    """Stored namespaces that are not in their canonical spelling → the canonical one."""
+    moves = {}
+    for name in names:
+        canonical = canonical_namespace(name)
+        if canonical and canonical not in (name, os.sep):
+            moves[name] = canonical
+    return moves
 
 
 def namespace_allowed(settings: Settings, name: str) -> bool:

@@ -20,8 +20,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import logging
 import math
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -30,7 +32,7 @@ from typing import Any
 import aiosqlite
 
 from pma_mcp import db
-from pma_mcp.config import Weights
+from pma_mcp.config import Weights, uncanonical_namespaces
 from pma_mcp.errors import StorageError
 from pma_mcp.lexicon import speaker_of
 from pma_mcp.models import (
@@ -41,6 +43,8 @@ from pma_mcp.models import (
     Scope,
     to_datetime,
 )
+
+log = logging.getLogger(__name__)
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 CONTEXT_RADIUS = 2
@@ -305,7 +309,9 @@ class Repository:
             if isinstance(exc, sqlite3.DatabaseError):
                 raise StorageError(f"cannot prepare database {database}: {exc}") from exc
             raise
-        return cls(conn, busy_timeout_ms)
+        repo = cls(conn, busy_timeout_ms)
+        await repo._fold_uncanonical_namespaces()
+        return repo
 
     async def close(self) -> None:
         await self._conn.close()
@@ -781,6 +787,52 @@ class Repository:
         async with self._conn.execute("PRAGMA integrity_check") as cur:
             rows = await cur.fetchall()
         return "\n".join(str(r[0]) for r in rows)
+
+    async def move_namespace(self, old: str, new: str, now: float) -> int:
+        """Fold namespace `old` into `new` (one project spelled two ways); how many moved.
+
+        Its memories and their lineage move; one whose exact text `new` already holds is
+        merged into that memory (labels united, accesses summed), as GC merges duplicates.
+        Per-namespace state that only indexes `old` (the GC cursor) is dropped.
+        """
+        row = f"SELECT {_COLUMNS} FROM memories m WHERE namespace = ?"
+        async with self._write() as conn:
+            moving = await self._fetch_all(conn, row, (old,))
+            for memory in moving:
+                keep = await self._fetch_one(conn, row + " AND content_hash = ?",
+                                             (new, memory.content_hash))
+                if keep is not None:
+                    await self._merge(conn, memory, keep, now, f"{old!r} is {new!r}",
+                                      score=math.nan)
+            await conn.execute("UPDATE memories SET namespace = ? WHERE namespace = ?",
+                               (new, old))
+            await conn.execute("UPDATE lineage SET namespace = ? WHERE namespace = ?",
+                               (new, old))
+            await conn.execute("DELETE FROM gc_cursors WHERE namespace = ?", (old,))
+            for session in {m.session_id for m in moving if m.session_id is not None}:
+                async with conn.execute(
+                    "SELECT seq FROM memories WHERE namespace = ? AND session_id = ?",
+                    (new, session),
+                ) as cur:
+                    seqs = [int(r[0]) for r in await cur.fetchall()]
+                await self._refresh_context(conn, new, session, seqs)
+        return len(moving)
+
+    async def _fold_uncanonical_namespaces(self) -> None:
+        """Merge namespaces stored under a non-canonical path into the canonical one.
+
+        Hooks before issue 11 took Claude Code's cwd literally (a symlink, a trailing slash),
+        so one project could hold memories under several spellings. Runs at every open, so
+        it must be cheap when there is nothing to do: one DISTINCT over the namespace index.
+        A failure (locked, read-only file) leaves the fold for the next open.
+        """
+        for old, new in uncanonical_namespaces(await self.namespaces()).items():
+            try:
+                moved = await self.move_namespace(old, new, time.time())
+            except (sqlite3.Error, StorageError) as exc:
+                log.info("namespace %r not merged into %r yet: %s", old, new, exc)
+                return
+            log.info("merged %d memories of namespace %r into %r", moved, old, new)
 
     # -------------------------------------------------------------- internals
 
