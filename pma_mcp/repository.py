@@ -316,6 +316,9 @@ class Repository:
     async def close(self) -> None:
         await self._conn.close()
 
+    def _conn_database(self) -> str:
+        return self._conn.database if isinstance(self._conn, db.Connection) else db.MEMORY
+
     async def schema_version(self) -> int:
         return await db.schema_version(self._conn)
 
@@ -399,8 +402,11 @@ class Repository:
         return stored
 
     async def touch(self, memories: Sequence[Memory], now: float, reason: str = "") -> None:
-        """Count one access for each memory (access_count, accessed_at, lineage): one write."""
-        if not memories:
+        """Count one access for each memory (access_count, accessed_at, lineage): one write.
+
+        Skipped on a file recorded as damaged: reads still work there, writes do not.
+        """
+        if not memories or db.damage_recorded(self._conn_database()) is not None:
             return
         async with self._write() as conn:
             await self._touch(conn, memories, now, reason=reason)
@@ -825,6 +831,25 @@ class Repository:
                     seqs = [int(r[0]) for r in await cur.fetchall()]
                 await self._refresh_context(conn, new, session, seqs)
         return len(moving)
+
+    async def restore_lineage(self, rows: Sequence[Sequence[Any]]) -> int:
+        """Insert lineage rows as read from another store (`doctor --repair`); how many.
+
+        Each row holds memory_id, namespace, event, at, from_tier, to_tier, score, reason,
+        count, last_at; one that does not fit the table is left out.
+        """
+        restored = 0
+        async with self._write() as conn:
+            for row in rows:
+                try:
+                    await conn.execute(
+                        "INSERT INTO lineage (memory_id, namespace, event, at, from_tier, "
+                        "to_tier, score, reason, count, last_at) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", tuple(row))
+                except sqlite3.IntegrityError:
+                    continue
+                restored += 1
+        return restored
 
     async def _fold_uncanonical_namespaces(self) -> None:
         """Merge namespaces stored under a non-canonical path into the canonical one.
