@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -28,7 +29,7 @@ from mcp.types import CallToolResult, TextContent
 from pma_mcp import db, repair
 from pma_mcp.budget import WordEstimate
 from pma_mcp.config import Settings
-from pma_mcp.errors import InvalidInput
+from pma_mcp.errors import DatabaseDamagedError, InvalidInput
 from pma_mcp.server import build_server
 from pma_mcp.service import MemoryService
 from tests.conftest import PROJECT
@@ -209,7 +210,7 @@ async def test_a_damaged_page_refuses_writes_until_repaired(
     # Another process (a hook) is refused too: the damage is recorded beside the file.
     async with await MemoryService.open(Settings(db_path=damaged, namespace=PROJECT),
                                         counter=WordEstimate()) as other:
-        with pytest.raises(db.DatabaseDamagedError):
+        with pytest.raises(DatabaseDamagedError):
             await other.add("a hook's exchange")
 
     doctor = cli("doctor", "--json", db_path=damaged, cwd=tmp_path)
@@ -238,7 +239,7 @@ async def test_a_damaged_page_refuses_writes_until_repaired(
 async def test_repair_salvages_every_readable_row(
     damaged: Path, use_sqlite_cli: bool
 ) -> None:
-    if use_sqlite_cli and not repair.shutil.which("sqlite3"):
+    if use_sqlite_cli and not shutil.which("sqlite3"):
         pytest.skip("the sqlite3 command-line tool is not installed")
     done = await repair.repair(damaged, use_sqlite_cli=use_sqlite_cli)
     if use_sqlite_cli:  # some sqlite3 builds' .recover fail on this schema: said, not hidden
