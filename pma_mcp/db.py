@@ -99,8 +99,8 @@ def record_damage(database: str, detail: str) -> None:
         return
     with contextlib.suppress(OSError):
         damage_marker(database).write_text(detail + "\n", encoding="utf-8")
-    log.error("database %s is damaged (%s); writes are refused until repaired",
-              database, detail)
+    # info: the caller reports the DatabaseDamagedError (a hook has one stderr line to give)
+    log.info("recorded %s as damaged (%s)", database, detail)
 
 
 def clear_damage(database: str) -> None:

@@ -34,6 +34,7 @@ from pma_mcp.server import build_server
 from pma_mcp.service import MemoryService
 from tests.conftest import PROJECT
 from tests.reliability.procs import RawServer, child_env, tool_error
+from tests.test_hooks import Hook, hook_env, prompt_input, stop_input
 
 REPO = Path(__file__).resolve().parents[1]
 MEMORIES = 400
@@ -287,3 +288,18 @@ async def test_import_of_out_of_range_values_names_record_and_field(
     assert str(caught.value).startswith(f"record 2, field '{field}':"), str(caught.value)
     assert needle in str(caught.value)
     assert await service.count() == 0  # all records or none
+
+
+def test_hooks_on_a_damaged_store_stay_quiet_and_write_nothing(
+    damaged: Path, tmp_path: Path
+) -> None:
+    hook = Hook(db=damaged, env=hook_env(damaged, tmp_path))
+    db.record_damage(str(damaged), "database disk image is malformed")  # as doctor found it
+    before = file_digest(damaged)
+    for event, payload in (("stop", stop_input(tmp_path / "none.jsonl")),
+                           ("user-prompt-submit", prompt_input("how does export retry?"))):
+        proc = hook.run(event, payload)
+        assert proc.returncode == 0 and proc.stdout == b"", proc.stderr
+        lines = proc.stderr.decode().strip().splitlines()
+        assert len(lines) == 1 and "database damaged" in lines[0], proc.stderr
+    assert file_digest(damaged) == before
