@@ -105,6 +105,7 @@ Serve the pma memory tools over MCP stdio. Configuration is read from the enviro
   PMA_DB_PATH     database file (default ~/.pma_store.db)
   PMA_STORAGE     sqlite | memory (memory: nothing is kept after exit)
   PMA_NAMESPACE   namespace (default: CLAUDE_PROJECT_DIR, else the working directory)
+  PMA_READ_NAMESPACES  other namespaces tools may name, comma-separated ('prefix/*' ok)
   PMA_LOG_LEVEL   DEBUG | INFO | WARNING | ERROR (logs go to stderr)
   PMA_WEIGHTS     semantic,importance,recency,access score weights summing to 1
 """
@@ -156,7 +157,8 @@ Namespace = Annotated[
     Annotated[str, Field(min_length=1, max_length=MAX_NAMESPACE_CHARS)] | None,
     Field(
         description="Namespace to use instead of this project's; 'default' is the global one "
-        "for rules that apply everywhere. Omit in normal use."
+        "for rules that apply everywhere (others only if the user listed them in "
+        "PMA_READ_NAMESPACES). Omit in normal use."
     ),
 ]
 IdPrefix = Annotated[str, Field(min_length=MIN_PREFIX, max_length=MAX_ID_CHARS)]
