@@ -113,6 +113,23 @@ async def test_full_disk_is_a_clear_error_and_nothing_is_written(
         conn.close()
 
 
+@contextlib.contextmanager
+def quiet_stdio_server(database: Path, home: Path) -> Iterator[RawServer]:
+    """A real stdio server; it must exit 0 on EOF, stdout pure, and no traceback on stderr
+    (the start line and at most one more)."""
+    server = RawServer(child_env(database, home, PMA_NAMESPACE=PROJECT), cwd=home)
+    try:
+        server.initialize()
+        yield server
+        assert server.close() == 0
+    finally:
+        if server.proc.poll() is None:
+            server.kill()
+    assert "Traceback" not in server.stderr and len(server.stderr.splitlines()) <= 2, (
+        server.stderr)
+    assert not server.impure
+
+
 def stdio_call(server: RawServer, tool: str, args: dict[str, Any]) -> str | None:
     rid = server.call_tool(tool, args)
     return tool_error(server.answers({rid})[rid])
@@ -121,9 +138,7 @@ def stdio_call(server: RawServer, tool: str, args: dict[str, Any]) -> str | None
 def test_full_disk_through_a_stdio_server_leaves_no_traceback(
     small_disk: Path, tmp_path: Path
 ) -> None:
-    server = RawServer(child_env(small_disk / "store.db", tmp_path), cwd=tmp_path)
-    try:
-        server.initialize()
+    with quiet_stdio_server(small_disk / "store.db", tmp_path) as server:
         assert stdio_call(server, "remember", {"content": "before the disk fills"}) is None
         filler = fill(small_disk)
         error = stdio_call(server, "remember", {
@@ -131,13 +146,6 @@ def test_full_disk_through_a_stdio_server_leaves_no_traceback(
         assert error is not None and "disk full" in error and "nothing was written" in error
         filler.unlink()
         assert stdio_call(server, "recall", {"query": "disk fills"}) is None
-        assert server.close() == 0
-    finally:
-        if server.proc.poll() is None:
-            server.kill()
-    assert "Traceback" not in server.stderr and len(server.stderr.splitlines()) <= 2, (
-        server.stderr)
-    assert not server.impure
 
 
 # ---------------------------------------------------------------------- damaged page
@@ -195,17 +203,9 @@ async def test_a_damaged_page_refuses_writes_until_repaired(
         assert "internal error" not in text(recall)
     no_tracebacks(caplog)
 
-    server = RawServer(child_env(damaged, tmp_path, PMA_NAMESPACE=PROJECT), cwd=tmp_path)
-    try:
-        server.initialize()
+    with quiet_stdio_server(damaged, tmp_path) as server:
         error = stdio_call(server, "remember", {"content": "through stdio"})
         assert error is not None and "writes are refused until repaired" in error
-        assert server.close() == 0
-    finally:
-        if server.proc.poll() is None:
-            server.kill()
-    assert "Traceback" not in server.stderr and len(server.stderr.splitlines()) <= 2, (
-        server.stderr)
     assert file_digest(damaged) == before
 
     # Another process (a hook) is refused too: the damage is recorded beside the file.
