@@ -63,7 +63,7 @@ log = logging.getLogger(__name__)
 
 SERVER_NAME = "pma"
 
-CLOSE_TIMEOUT_S = 1.5
+CLOSE_TIMEOUT_S = 1.0
 """Longest wait for the store to close when the client has gone (a query still running)."""
 EXIT_GRACE_S = 0.5
 """After the store is closed, the longest the stdio server lingers before it exits anyway:
@@ -235,7 +235,8 @@ class _Runtime:
                 await self._service.close()
             self._service = None
             if waited.cancel_called:
-                log.warning("closing %s took over %.0f s; giving up on it",
+                log.warning("closing %s took over %.1f s (a call still waits for the "
+                            "database); exiting without it",
                             self.settings.database, CLOSE_TIMEOUT_S)
             else:
                 log.info("closed %s", self.settings.database)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.procs import REPO, child_env
+from tests.reliability.procs import REPO, RawServer, child_env
 
 HANG_LIMIT_S = 10.0
 RUNS = [("kill", 5), ("close", 2), ("stdout", 2)]
@@ -73,3 +74,32 @@ def test_server_exits_when_its_client_dies_mid_call(tmp_path: Path, how: str, ti
         assert exited, f"run {run}: the server outlived its client ({how}); stderr:\n{stderr}"
         assert "Traceback" not in stderr and "Exception" not in stderr, stderr
         assert len(stderr.splitlines()) <= 2, stderr  # the banner, at most one more line
+
+
+def test_server_exits_on_eof_while_a_call_waits_for_another_writer(tmp_path: Path) -> None:
+    """A `remember` queued behind another process's write lock (a long GC elsewhere) when the
+    client leaves: the store cannot close until that wait ends, so the server gives up on
+    it instead of staying for the whole busy timeout (15 s) or for ever."""
+    db = tmp_path / "store.db"
+    server = RawServer(child_env(db, tmp_path), cwd=tmp_path)
+    try:
+        server.initialize()
+        rid = server.call_tool("memory_stats", {})
+        server.answers({rid})  # the schema exists; now another process takes the write lock
+        other = sqlite3.connect(db, isolation_level=None)
+        other.execute("BEGIN IMMEDIATE")
+        try:
+            server.call_tool("remember", {"content": "waits behind the other writer"})
+            time.sleep(0.5)  # the call is in BEGIN IMMEDIATE's busy wait
+            assert server.proc.stdin is not None
+            server.proc.stdin.close()
+            exited = _wait_exit(server.proc.pid)
+        finally:
+            other.execute("ROLLBACK")
+            other.close()
+    finally:
+        if server.proc.poll() is None:
+            server.kill()
+    assert exited, server.stderr
+    assert "Traceback" not in server.stderr and len(server.stderr.splitlines()) <= 2, (
+        server.stderr)
