@@ -280,6 +280,7 @@ async def open_backend(via_stdio: bool, workdir: Path) -> AsyncIterator[Backend]
     db_path = workdir / "locomo.db"
     if via_stdio:
         env = {"PMA_DB_PATH": str(db_path), "PMA_NAMESPACE": "locomo", "HOME": str(workdir),
+               "PMA_READ_NAMESPACES": "locomo/*",  # one namespace per conversation
                "PMA_LOG_LEVEL": "WARNING", "PATH": os.environ.get("PATH", "")}
         params = StdioServerParameters(command=sys.executable, args=["-m", "pma_mcp"],
                                        env=env, cwd=str(workdir))

@@ -30,7 +30,7 @@ from urllib.parse import quote
 
 import aiosqlite
 
-from pma_mcp import __version__, launch, render, seeding
+from pma_mcp import __version__, db, launch, render, seeding
 from pma_mcp.config import GLOBAL_NAMESPACE, Settings, resolve_namespace
 from pma_mcp.errors import NotFound, PmaError
 from pma_mcp.models import GCDecision, MemoryType
@@ -244,6 +244,9 @@ def _add_seed(sub: Any) -> None:
 
 def _add_doctor(sub: Any) -> None:
     p = sub.add_parser("doctor", help="check the store and this project's Claude Code setup")
+    p.add_argument("--repair", action="store_true",
+                   help="salvage a damaged store into a new file (the damaged one is kept "
+                   "beside it); stop running pma-mcp servers first")
     _json_opt(p)
     p.set_defaults(handler=_doctor)
 
@@ -484,6 +487,8 @@ async def _seed(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _doctor(args: argparse.Namespace, settings: Settings) -> int:
+    if args.repair:
+        return await _repair(args, settings)
     cwd = Path.cwd()
     home = Path.home()
     root = _project_root(cwd, home)
@@ -573,8 +578,9 @@ async def _sqlite_findings(path: Path, namespace: str) -> tuple[list[Finding], i
         findings = [_schema_finding(version, SCHEMA_VERSION)]
         if version == 0 or version > SCHEMA_VERSION:
             return findings, None
-        findings.append(await _integrity_finding(repo, path))
-        if version < SCHEMA_VERSION:
+        integrity = await _integrity_finding(repo, path)
+        findings.append(integrity)
+        if version < SCHEMA_VERSION or integrity.status == "fail":
             return findings, None
         findings.append(await _index_finding(repo, path))
         return findings, await repo.count(namespace)
@@ -601,13 +607,52 @@ def _schema_finding(version: int, current: int) -> Finding:
 
 
 async def _integrity_finding(repo: Repository, path: Path) -> Finding:
-    result = await repo.integrity_check()
+    """PRAGMA integrity_check; a failure is recorded so every process stops writing."""
+    try:
+        result = await repo.integrity_check()
+    except sqlite3.DatabaseError as exc:  # a page so damaged the check itself stops
+        result = str(exc)
     if result.strip() == "ok":
-        return Finding("integrity", "ok", "PRAGMA integrity_check: ok")
+        cleared = db.damage_recorded(str(path)) is not None
+        db.clear_damage(str(path))
+        return Finding("integrity", "ok", "PRAGMA integrity_check: ok" + (
+            "; the damage recorded earlier is cleared, writes are allowed again"
+            if cleared else ""))
     first = result.splitlines()[0] if result else "no answer"
-    return Finding("integrity", "fail", f"PRAGMA integrity_check: {first}",
-                   f"stop pma-mcp, then `sqlite3 {path} .recover | sqlite3 recovered.db` and "
-                   "set PMA_DB_PATH to recovered.db (or import your last export)")
+    db.record_damage(str(path), first)
+    return Finding("integrity", "fail", f"PRAGMA integrity_check: {first}; writes are refused",
+                   "stop running pma-mcp servers, then `pma-mcp doctor --repair` (the "
+                   "damaged file is kept beside the new one)")
+
+
+async def _repair(args: argparse.Namespace, settings: Settings) -> int:
+    """`doctor --repair`: salvage into a new file and say what was saved and lost."""
+    if settings.storage == "memory":
+        return _fail("PMA_STORAGE=memory: there is no file to repair")
+    from pma_mcp import repair  # only this command reads damaged files
+
+    done = await repair.repair(settings.db_path)
+    expected = "" if done.memories_expected is None else f" of {done.memories_expected:,}"
+    lines = [
+        f"saved {done.memories_saved:,}{expected} memories and {done.lineage_saved:,} "
+        f"lineage events into a new {settings.db_path}",
+        f"the damaged file is kept as {done.kept}",
+        *(["read through sqlite3 .recover"] if done.used_recover else []),
+        *([f"{done.memories_unreadable:,} rows were too damaged to use"]
+          if done.memories_unreadable else []),
+        *done.notes,
+        "restart running pma-mcp servers: they still have the damaged file open",
+    ]
+    if args.json:
+        _out(render.dumps({"repaired": True, "kept": str(done.kept),
+                           "memories_saved": done.memories_saved,
+                           "memories_expected": done.memories_expected,
+                           "memories_unreadable": done.memories_unreadable,
+                           "lineage_saved": done.lineage_saved,
+                           "used_recover": done.used_recover, "notes": done.notes}))
+    else:
+        _out("\n".join(lines))
+    return EXIT_OK
 
 
 async def _index_finding(repo: Repository, path: Path) -> Finding:

@@ -7,7 +7,7 @@ Everything else receives a `Settings` value, so tests build one directly and two
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -75,6 +75,8 @@ class Settings:
     autosave_gc_threshold: int = 80
     hook_min_similarity: float = 0.55
     """The prompt hook's relevance floor on semantic_similarity (see hooks.py)."""
+    read_namespaces: tuple[str, ...] = ()
+    """PMA_READ_NAMESPACES: other namespaces a tool call may name (`prefix/*` for a family)."""
 
     @property
     def database(self) -> str:
@@ -107,6 +109,7 @@ class Settings:
             redact=_flag(env, "PMA_REDACT", default=True),
             autosave_gc_threshold=_int(env, "PMA_GC_THRESHOLD", default=80),
             hook_min_similarity=_unit(env, "PMA_HOOK_MIN_SIMILARITY", default=0.55),
+            read_namespaces=_namespace_list(env, "PMA_READ_NAMESPACES"),
         )
 
 
@@ -127,16 +130,64 @@ def resolve_namespace(env: Mapping[str, str], *, cwd: str | None = None) -> str:
     for key in ("PMA_NAMESPACE", "CLAUDE_PROJECT_DIR"):
         value = env.get(key, "").strip()
         if value:
-            return value
+            return canonical_namespace(value)
     if cwd is None:
         try:
             cwd = os.getcwd()
         except OSError:
             cwd = ""
-    cwd = cwd.strip()
+    cwd = canonical_namespace(cwd)
     if cwd and cwd != "/":
         return cwd
     return GLOBAL_NAMESPACE
+
+
+def canonical_namespace(name: str) -> str:
+    """The one spelling of a namespace: a path is its real path without a trailing separator.
+
+    Claude Code hands hooks its `cwd` / CLAUDE_PROJECT_DIR as typed (a symlink, a trailing
+    slash, `..`), the server sees its physical working directory; without this one function in
+    every process a project splits into several namespaces. A name that is not an absolute path
+    ("default", "locomo/conv-1") is kept as given, stripped. `os.path.realpath` resolves what
+    exists and normalises the rest, so a removed directory still has one spelling.
+    """
+    name = name.strip()
+    if not os.path.isabs(name) or "\x00" in name:  # NUL: left for validation to refuse
+        return name
+    try:
+        real = os.path.realpath(name)
+    except (OSError, ValueError):
+        real = os.path.normpath(name)
+    return real.rstrip(os.sep) or os.sep
+
+
+def uncanonical_namespaces(names: Iterable[str]) -> dict[str, str]:
+    """Stored namespaces that are not in their canonical spelling → the canonical one."""
+    moves = {}
+    for name in names:
+        canonical = canonical_namespace(name)
+        if canonical and canonical not in (name, os.sep):
+            moves[name] = canonical
+    return moves
+
+
+def namespace_allowed(settings: Settings, name: str) -> bool:
+    """May a tool call name `name` (canonical)? Own, global, or listed in PMA_READ_NAMESPACES.
+
+    An entry ending in "*" allows every namespace that starts with the text before it.
+    """
+    if name in (settings.namespace, GLOBAL_NAMESPACE):
+        return True
+    return any(
+        name.startswith(entry[:-1]) if entry.endswith("*") else name == entry
+        for entry in settings.read_namespaces
+    )
+
+
+def _namespace_list(env: Mapping[str, str], key: str) -> tuple[str, ...]:
+    raw = env.get(key, "")
+    return tuple(canonical_namespace(p) if not p.strip().endswith("*") else p.strip()
+                 for p in raw.split(",") if p.strip())
 
 
 def _flag(env: Mapping[str, str], key: str, *, default: bool) -> bool:

@@ -8,11 +8,18 @@ starts as a reader and upgrades later can fail with SQLITE_BUSY without waiting.
 
 Migrations follow the sqlite-utils idea: an ordered list of numbered steps, the applied
 number kept in `PRAGMA user_version`, all pending steps applied in one transaction.
+
+Storage faults are mapped here, the one place driver errors meet pma-mcp's hierarchy: a full
+disk becomes `DiskFullError`, a damaged page `DatabaseDamagedError`. Damage is remembered in a
+marker file beside the database (`<db>.damaged`), so every process refuses to write into the
+file until `pma-mcp doctor --repair` replaces it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import logging
 import math
 import os
@@ -22,10 +29,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiosqlite
 
-from pma_mcp.errors import StorageError
+from pma_mcp.errors import DatabaseDamagedError, DiskFullError, StorageError
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +54,96 @@ class Migration:
     after `statements`, and idempotent, so a fixture written row by row can refill them."""
 
 
+# ------------------------------------------------------------------ storage faults
+
+_SQLITE_FULL = 13
+_SQLITE_CORRUPT = 11
+_SQLITE_NOTADB = 26
+_SQLITE_IOERR = 10
+
+
+def storage_fault(exc: sqlite3.Error, database: str) -> StorageError | None:
+    """The StorageError a driver error stands for, or None to let it through as it is.
+
+    Busy/locked and constraint errors are not faults: callers retry or report them.
+    """
+    code = getattr(exc, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else None
+    text = str(exc).lower()
+    cause = exc.__cause__ or exc.__context__
+    if (primary == _SQLITE_FULL or "database or disk is full" in text
+            or (primary == _SQLITE_IOERR and isinstance(cause, OSError)
+                and cause.errno == errno.ENOSPC)):
+        return DiskFullError(database)
+    if primary in (_SQLITE_CORRUPT, _SQLITE_NOTADB) or "malformed" in text \
+            or "not a database" in text:
+        return DatabaseDamagedError(database, str(exc))
+    return None
+
+
+def damage_marker(database: str) -> Path:
+    """The file that records a database as damaged; its text is what SQLite reported."""
+    return Path(f"{database}.damaged")
+
+
+def damage_recorded(database: str) -> str | None:
+    """What was recorded against `database`, or None if it is not known to be damaged."""
+    if database == MEMORY:
+        return None
+    try:
+        return damage_marker(database).read_text(encoding="utf-8").strip() or "damaged"
+    except OSError:
+        return None
+
+
+def record_damage(database: str, detail: str) -> None:
+    """Mark `database` damaged for every process; best effort (the disk may be full too)."""
+    if database == MEMORY:
+        return
+    with contextlib.suppress(OSError):
+        damage_marker(database).write_text(detail + "\n", encoding="utf-8")
+    # info: the caller reports the DatabaseDamagedError (a hook has one stderr line to give)
+    log.info("recorded %s as damaged (%s)", database, detail)
+
+
+def clear_damage(database: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        damage_marker(database).unlink()
+
+
+class Connection(aiosqlite.Connection):
+    """aiosqlite's connection with storage faults mapped (see `storage_fault`).
+
+    Every statement, cursor fetch and commit passes through `_execute`, so this is the one
+    place; a damaged page seen here is recorded so later writes are refused up front.
+    """
+
+    def __init__(self, database: str, connector: Callable[[], sqlite3.Connection]) -> None:
+        super().__init__(connector, iter_chunk_size=64)
+        self.database = database
+
+    async def _execute(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await super()._execute(fn, *args, **kwargs)  # type: ignore[no-untyped-call]
+        except sqlite3.Error as exc:
+            fault = storage_fault(exc, self.database)
+            if fault is None:
+                raise
+            if isinstance(fault, DatabaseDamagedError) and _is_corrupt(exc):
+                record_damage(self.database, fault.detail)
+            raise fault from exc
+
+
+def _is_corrupt(exc: sqlite3.Error) -> bool:
+    """A damaged page in a real database (not a file that is no database at all)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return (code & 0xFF == _SQLITE_CORRUPT) if isinstance(code, int) else (
+        "malformed" in str(exc).lower())
+
+
+# ------------------------------------------------------------------------ opening
+
+
 async def connect(database: str, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> aiosqlite.Connection:
     """Open `database` (a file path or ':memory:') with the pragmas every process relies on.
 
@@ -55,7 +153,10 @@ async def connect(database: str, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> aios
     if database != MEMORY:
         _create_private_file(Path(database))
     try:
-        conn = await aiosqlite.connect(database, isolation_level=None)
+        conn = await Connection(
+            database, lambda: sqlite3.connect(database, isolation_level=None))
+    except StorageError:
+        raise
     except sqlite3.Error as exc:
         raise StorageError(f"cannot open database {database}: {exc}") from exc
     conn.row_factory = sqlite3.Row
@@ -74,6 +175,15 @@ async def connect(database: str, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> aios
             raise StorageError(f"cannot use database {database}: {exc}") from exc
         raise
     return conn
+
+
+def refuse_writes_if_damaged(conn: aiosqlite.Connection) -> None:
+    """Raise DatabaseDamagedError when `conn`'s file is recorded as damaged."""
+    if not isinstance(conn, Connection):
+        return
+    detail = damage_recorded(conn.database)
+    if detail is not None:
+        raise DatabaseDamagedError(conn.database, detail)
 
 
 def _create_private_file(path: Path) -> None:
@@ -133,17 +243,20 @@ async def transaction(
 ) -> AsyncIterator[aiosqlite.Connection]:
     """BEGIN IMMEDIATE … COMMIT, rolled back on any error (including cancellation).
 
+    Refused up front when the file is recorded as damaged (DatabaseDamagedError).
+
     BEGIN sits inside the `try`: a task cancelled while BEGIN waits for another process's
     lock has not stopped it (it runs on aiosqlite's thread and takes the lock later), so the
     rollback must still follow, or the connection would hold the write lock for good.
     """
+    refuse_writes_if_damaged(conn)  # a stat: other processes may have found the damage
     try:
         await _retry_locked(lambda: conn.execute("BEGIN IMMEDIATE"), busy_timeout_ms)
         yield conn
+        await conn.execute("COMMIT")  # a COMMIT that fails (disk full) leaves it open: roll back
     except BaseException:
         await _rollback(conn)
         raise
-    await conn.execute("COMMIT")
 
 
 async def _rollback(conn: aiosqlite.Connection) -> None:
@@ -156,7 +269,7 @@ async def _rollback(conn: aiosqlite.Connection) -> None:
     async def rollback() -> None:
         try:
             await conn.execute("ROLLBACK")
-        except (sqlite3.Error, ValueError):  # no transaction, or the connection is closed
+        except (sqlite3.Error, StorageError, ValueError):  # none active, or closed
             log.debug("rollback skipped", exc_info=True)
 
     await asyncio.shield(asyncio.ensure_future(rollback()))

@@ -41,5 +41,29 @@ class StorageError(PmaError):
     """The database could not be opened, migrated or written."""
 
 
+class DiskFullError(StorageError):
+    """The disk holding the database is full; the transaction was rolled back."""
+
+    def __init__(self, database: str) -> None:
+        self.database = database
+        super().__init__(
+            f"disk full: free space on the disk holding {database} (SQLite needs room for "
+            "its write-ahead log too), then retry; nothing was written"
+        )
+
+
+class DatabaseDamagedError(StorageError):
+    """SQLite found a damaged page (or no database at all) in the file."""
+
+    def __init__(self, database: str, detail: str) -> None:
+        self.database = database
+        self.detail = detail
+        super().__init__(
+            f"database damaged ({detail}): run `pma-mcp doctor` to check {database}, then "
+            "`pma-mcp doctor --repair` to salvage what can be read into a new file; writes "
+            "are refused until repaired"
+        )
+
+
 class ConfigError(PmaError):
     """An environment variable holds a value pma-mcp cannot use."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import logging
 import math
 import sqlite3
 import time
@@ -39,7 +40,7 @@ from typing import Any
 import aiosqlite
 
 from pma_mcp import bm25, db
-from pma_mcp.config import Weights
+from pma_mcp.config import Weights, uncanonical_namespaces
 from pma_mcp.errors import StorageError
 from pma_mcp.lexicon import speaker_of
 from pma_mcp.models import (
@@ -50,6 +51,8 @@ from pma_mcp.models import (
     Scope,
     to_datetime,
 )
+
+log = logging.getLogger(__name__)
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 CONTEXT_RADIUS = 2
@@ -422,10 +425,15 @@ class Repository:
             if isinstance(exc, sqlite3.DatabaseError):
                 raise StorageError(f"cannot prepare database {database}: {exc}") from exc
             raise
-        return cls(conn, busy_timeout_ms)
+        repo = cls(conn, busy_timeout_ms)
+        await repo._fold_uncanonical_namespaces()
+        return repo
 
     async def close(self) -> None:
         await self._conn.close()
+
+    def _conn_database(self) -> str:
+        return self._conn.database if isinstance(self._conn, db.Connection) else db.MEMORY
 
     async def schema_version(self) -> int:
         return await db.schema_version(self._conn)
@@ -510,8 +518,11 @@ class Repository:
         return stored
 
     async def touch(self, memories: Sequence[Memory], now: float, reason: str = "") -> None:
-        """Count one access for each memory (access_count, accessed_at, lineage): one write."""
-        if not memories:
+        """Count one access for each memory (access_count, accessed_at, lineage): one write.
+
+        Skipped on a file recorded as damaged: reads still work there, writes do not.
+        """
+        if not memories or db.damage_recorded(self._conn_database()) is not None:
             return
         async with self._write() as conn:
             await self._touch(conn, memories, now, reason=reason)
@@ -861,8 +872,16 @@ class Repository:
         return int(row[0]) if row else 0
 
     async def namespaces(self) -> list[str]:
+        """Every namespace holding memories, sorted.
+
+        A skip-scan down the namespace index (one seek per namespace): every open runs it
+        (`_fold_uncanonical_namespaces`), and DISTINCT walks the whole index instead
+        (0.05 ms against 4 ms at 100,000 memories in 40 namespaces).
+        """
         async with self._conn.execute(
-            "SELECT DISTINCT namespace FROM memories ORDER BY namespace"
+            "WITH RECURSIVE ns(name) AS (SELECT min(namespace) FROM memories UNION ALL "
+            "SELECT (SELECT min(namespace) FROM memories WHERE namespace > name) FROM ns "
+            "WHERE name IS NOT NULL) SELECT name FROM ns WHERE name IS NOT NULL"
         ) as cur:
             return [str(r[0]) for r in await cur.fetchall()]
 
@@ -1070,6 +1089,92 @@ class Repository:
         async with self._conn.execute("PRAGMA integrity_check") as cur:
             rows = await cur.fetchall()
         return "\n".join(str(r[0]) for r in rows)
+
+    async def move_namespace(self, old: str, new: str, now: float) -> int:
+        """Fold namespace `old` into `new` (one project spelled two ways); how many moved.
+
+        Its memories and their lineage move; one whose exact text `new` already holds is
+        merged into that memory (labels united, accesses summed), as GC merges duplicates.
+        Per-namespace state that only indexes `old` (the GC cursor) is dropped.
+        """
+        row = f"SELECT {_COLUMNS} FROM memories m WHERE namespace = ?"
+        async with self._write() as conn:
+            moving = await self._fetch_all(conn, row, (old,))
+            for memory in moving:
+                keep = await self._fetch_one(conn, row + " AND content_hash = ?",
+                                             (new, memory.content_hash))
+                if keep is not None:
+                    await self._merge(conn, memory, keep, now, f"{old!r} is {new!r}",
+                                      score=math.nan)
+            await conn.execute("UPDATE memories SET namespace = ? WHERE namespace = ?",
+                               (new, old))
+            await conn.execute("UPDATE lineage SET namespace = ? WHERE namespace = ?",
+                               (new, old))
+            await conn.execute("DELETE FROM gc_cursors WHERE namespace = ?", (old,))
+            await self._fold_statistics(conn, old, new)
+            for session in {m.session_id for m in moving if m.session_id is not None}:
+                async with conn.execute(
+                    "SELECT seq FROM memories WHERE namespace = ? AND session_id = ?",
+                    (new, session),
+                ) as cur:
+                    seqs = [int(r[0]) for r in await cur.fetchall()]
+                await self._refresh_context(conn, new, session, seqs)
+        return len(moving)
+
+    @staticmethod
+    async def _fold_statistics(conn: aiosqlite.Connection, old: str, new: str) -> None:
+        """Add namespace `old`'s term statistics to `new`'s (its memories moved there)."""
+        # "WHERE true": SQLite's parser needs it before ON CONFLICT in an INSERT ... SELECT.
+        await conn.execute(
+            "INSERT INTO namespace_terms (namespace, term, df) "
+            "SELECT ?, term, df FROM namespace_terms WHERE namespace = ? AND true "
+            "ON CONFLICT (namespace, term) DO UPDATE SET df = df + excluded.df",
+            (new, old),
+        )
+        await conn.execute(
+            "INSERT INTO namespace_stats (namespace, docs, length) "
+            "SELECT ?, docs, length FROM namespace_stats WHERE namespace = ? AND true "
+            "ON CONFLICT (namespace) DO UPDATE SET docs = docs + excluded.docs, "
+            "length = length + excluded.length",
+            (new, old),
+        )
+        await conn.execute("DELETE FROM namespace_terms WHERE namespace = ?", (old,))
+        await conn.execute("DELETE FROM namespace_stats WHERE namespace = ?", (old,))
+
+    async def restore_lineage(self, rows: Sequence[Sequence[Any]]) -> int:
+        """Insert lineage rows as read from another store (`doctor --repair`); how many.
+
+        Each row holds memory_id, namespace, event, at, from_tier, to_tier, score, reason,
+        count, last_at; one that does not fit the table is left out.
+        """
+        restored = 0
+        async with self._write() as conn:
+            for row in rows:
+                try:
+                    await conn.execute(
+                        "INSERT INTO lineage (memory_id, namespace, event, at, from_tier, "
+                        "to_tier, score, reason, count, last_at) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", tuple(row))
+                except sqlite3.IntegrityError:
+                    continue
+                restored += 1
+        return restored
+
+    async def _fold_uncanonical_namespaces(self) -> None:
+        """Merge namespaces stored under a non-canonical path into the canonical one.
+
+        Hooks before issue 11 took Claude Code's cwd literally (a symlink, a trailing slash),
+        so one project could hold memories under several spellings. Runs at every open, so
+        it must be cheap when there is nothing to do: one seek per namespace in its index.
+        A failure (locked, read-only file) leaves the fold for the next open.
+        """
+        for old, new in uncanonical_namespaces(await self.namespaces()).items():
+            try:
+                moved = await self.move_namespace(old, new, time.time())
+            except (sqlite3.Error, StorageError) as exc:
+                log.info("namespace %r not merged into %r yet: %s", old, new, exc)
+                return
+            log.info("merged %d memories of namespace %r into %r", moved, old, new)
 
     # -------------------------------------------------------------- internals
 

@@ -12,9 +12,13 @@ The tool and argument names are a public interface (agents and users' configs de
 them); change them only with a deprecation path.
 """
 
+import difflib
 import functools
+import inspect
 import logging
+import os
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -23,13 +27,14 @@ from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 import anyio
 from mcp import MCPError
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
-from mcp.types import INVALID_PARAMS, ToolAnnotations
+from mcp.types import INVALID_PARAMS, CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import Field
 
-from pma_mcp import __version__, launch
+from pma_mcp import __version__, launch, validation
 from pma_mcp.budget import TokenCounter
-from pma_mcp.config import GLOBAL_NAMESPACE, LOG_LEVELS, Settings
+from pma_mcp.config import GLOBAL_NAMESPACE, LOG_LEVELS, Settings, namespace_allowed
 from pma_mcp.errors import Ambiguous, ConfigError, InvalidInput, NotFound, PmaError
 from pma_mcp.schemas import (
     ContextResult,
@@ -57,6 +62,12 @@ from pma_mcp.validation import (
 log = logging.getLogger(__name__)
 
 SERVER_NAME = "pma"
+
+CLOSE_TIMEOUT_S = 1.0
+"""Longest wait for the store to close when the client has gone (a query still running)."""
+EXIT_GRACE_S = 0.5
+"""After the store is closed, the longest the stdio server lingers before it exits anyway:
+the SDK's stdin reader thread can stay blocked on a pipe whose other end was never closed."""
 
 INSTRUCTIONS = """\
 pma is persistent memory across sessions. Memories live in this project's namespace; the \
@@ -100,6 +111,7 @@ Serve the pma memory tools over MCP stdio. Configuration is read from the enviro
   PMA_DB_PATH     database file (default ~/.pma_store.db)
   PMA_STORAGE     sqlite | memory (memory: nothing is kept after exit)
   PMA_NAMESPACE   namespace (default: CLAUDE_PROJECT_DIR, else the working directory)
+  PMA_READ_NAMESPACES  other namespaces tools may name, comma-separated ('prefix/*' ok)
   PMA_LOG_LEVEL   DEBUG | INFO | WARNING | ERROR (logs go to stderr)
   PMA_WEIGHTS     semantic,importance,recency,access score weights summing to 1
 """
@@ -151,7 +163,8 @@ Namespace = Annotated[
     Annotated[str, Field(min_length=1, max_length=MAX_NAMESPACE_CHARS)] | None,
     Field(
         description="Namespace to use instead of this project's; 'default' is the global one "
-        "for rules that apply everywhere. Omit in normal use."
+        "for rules that apply everywhere (others only if the user listed them in "
+        "PMA_READ_NAMESPACES). Omit in normal use."
     ),
 ]
 IdPrefix = Annotated[str, Field(min_length=MIN_PREFIX, max_length=MAX_ID_CHARS)]
@@ -185,10 +198,17 @@ class _Runtime:
     transaction"). Clients do send tool calls in parallel.
     """
 
-    def __init__(self, settings: Settings, clock: Clock, counter: TokenCounter | None):
+    def __init__(
+        self,
+        settings: Settings,
+        clock: Clock,
+        counter: TokenCounter | None,
+        on_closed: Callable[[], None] | None = None,
+    ):
         self.settings = settings
         self._clock = clock
         self._counter = counter
+        self._on_closed = on_closed
         self._service: MemoryService | None = None
         self._users = 0
         self._lock = anyio.Lock()
@@ -207,18 +227,66 @@ class _Runtime:
         try:
             yield service
         finally:
-            async with self._lock:
-                self._users -= 1
-                if self._users == 0 and self._service is not None:
-                    await self._service.close()
-                    self._service = None
-                    log.info("closed %s", self.settings.database)
+            # Shielded: a client that dies mid-call cancels this scope, and an unclosed store
+            # leaves aiosqlite's (non-daemon) thread waiting, so the process would never exit.
+            with anyio.CancelScope(shield=True):
+                await self._release()
+
+    async def _release(self) -> None:
+        async with self._lock:
+            self._users -= 1
+            if self._users > 0 or self._service is None:
+                return
+            with anyio.move_on_after(CLOSE_TIMEOUT_S) as waited:
+                await self._service.close()
+            self._service = None
+            if waited.cancel_called:
+                log.warning("closing %s took over %.1f s (a call still waits for the "
+                            "database); exiting without it",
+                            self.settings.database, CLOSE_TIMEOUT_S)
+            else:
+                log.info("closed %s", self.settings.database)
+        if self._on_closed is not None:
+            self._on_closed()
 
     @property
     def service(self) -> MemoryService:
         if self._service is None:
             raise RuntimeError("the memory service is not open (no client connected)")
         return self._service
+
+
+class _Server(MCPServer[MemoryService]):
+    """MCPServer that refuses tool arguments it does not know.
+
+    The SDK (2.x) validates tool arguments with pydantic's default `extra="ignore"`, so a
+    misspelled `tag` for `tags` is dropped and the call succeeds doing something else. The raw
+    arguments are checked here, before that validation, against the tool's parameters.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.accepted: dict[str, tuple[str, ...]] = {}
+        """Tool name → its argument names, filled by `_tool`."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        accepted = self.accepted.get(name)
+        unknown = [] if accepted is None else [a for a in arguments if a not in accepted]
+        if accepted is not None and unknown:
+            raise ToolError(unknown_arguments(name, unknown, accepted))
+        return await super().call_tool(name, arguments, context)
+
+
+def unknown_arguments(tool: str, unknown: Sequence[str], accepted: Sequence[str]) -> str:
+    """The fix-it message for arguments a tool does not take (with the closest spelling)."""
+    hints = []
+    for arg in unknown:
+        close = difflib.get_close_matches(arg, accepted, n=1)
+        hints.append(f"{arg!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return (f"{tool} does not take {', '.join(hints)}; nothing was done. "
+            f"Accepted arguments: {', '.join(accepted)}")
 
 
 # ------------------------------------------------------------------------ factory
@@ -229,14 +297,16 @@ def build_server(
     *,
     clock: Clock = time.time,
     counter: TokenCounter | None = None,
+    on_closed: Callable[[], None] | None = None,
 ) -> MCPServer[MemoryService]:
     """The configured server; nothing is opened until a client connects (the lifespan).
 
     `clock` and `counter` are for tests (a fake clock, a fixed token counter); by default
-    the service loads its token counter lazily, on the first write.
+    the service loads its token counter lazily, on the first write. `on_closed` runs once
+    the store is closed after the last client left (`main` uses it to bound the exit).
     """
-    rt = _Runtime(settings, clock, counter)
-    app: MCPServer[MemoryService] = MCPServer(
+    rt = _Runtime(settings, clock, counter, on_closed)
+    app = _Server(
         SERVER_NAME,
         title="Persistent memory (pma)",
         description="Tiered long-term memory for agents over one SQLite file",
@@ -271,7 +341,7 @@ READ_ONLY = _annotations(read_only=True)
 
 
 def _tool(
-    app: MCPServer[Any], rt: _Runtime, name: str, title: str, annotations: ToolAnnotations
+    app: _Server, rt: _Runtime, name: str, title: str, annotations: ToolAnnotations
 ) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
     """Register `fn` as tool `name`: one call at a time, errors turned into messages an
     agent can act on."""
@@ -280,6 +350,8 @@ def _tool(
         @functools.wraps(fn)
         async def call(*args: P.args, **kwargs: P.kwargs) -> R:
             try:
+                if kwargs.get("namespace") is not None:
+                    kwargs["namespace"] = _allowed_namespace(rt.settings, kwargs["namespace"])
                 async with rt.calls:
                     return await fn(*args, **kwargs)
             except PmaError as err:
@@ -291,6 +363,7 @@ def _tool(
                     "The server is still running: retry, or continue without memory"
                 ) from None
 
+        app.accepted[name] = tuple(inspect.signature(fn).parameters)
         app.add_tool(
             call,
             name=name,
@@ -303,10 +376,28 @@ def _tool(
     return register
 
 
+def _allowed_namespace(settings: Settings, value: object) -> str:
+    """An explicit `namespace` argument, canonical, if this project may use it.
+
+    Without this any tool call could read, supersede or collect another project's memories
+    by naming its namespace (more so on a shared database).
+    """
+    name = validation.namespace(value)
+    if namespace_allowed(settings, name):
+        return name
+    raise InvalidInput(
+        "namespace",
+        f"{name!r} is not this project's namespace; a tool call may name only "
+        f"{settings.namespace!r} (this project), {GLOBAL_NAMESPACE!r} (global) or a namespace "
+        "listed in PMA_READ_NAMESPACES (comma-separated, 'prefix/*' for a family; set it in "
+        "the server's environment to allow this one)",
+    )
+
+
 # -------------------------------------------------------------------------- tools
 
 
-def _add_tools(app: MCPServer[Any], rt: _Runtime) -> None:
+def _add_tools(app: _Server, rt: _Runtime) -> None:
     @_tool(app, rt, "remember", "Remember", _annotations(read_only=False))
     async def remember(
         content: Content,
@@ -571,10 +662,13 @@ def main(argv: Sequence[str] = ()) -> int:
     configure_logging(settings)
     sys.stderr.write(banner(settings, tty=sys.stdin.isatty()))
     try:
-        anyio.run(build_server(settings).run_stdio_async)
+        anyio.run(build_server(settings, on_closed=_exit_soon).run_stdio_async)
     except BaseException as exc:
         if _only(exc, KeyboardInterrupt):
             return 130
+        if _only(exc, CLIENT_GONE):
+            log.info("the client closed the connection with replies pending; store closed")
+            return 0
         cause = _pma_error(exc)
         if cause is None:
             raise
@@ -583,7 +677,31 @@ def main(argv: Sequence[str] = ()) -> int:
     return 0
 
 
-def _only(exc: BaseException, kind: type[BaseException]) -> bool:
+CLIENT_GONE = (BrokenPipeError, ConnectionResetError, anyio.BrokenResourceError,
+               anyio.ClosedResourceError)
+"""What the transport raises when the client died or closed its pipes mid-reply."""
+
+
+def _exit_soon() -> None:
+    """Exit EXIT_GRACE_S after the store closed, even if a transport thread still blocks.
+
+    A normal exit (stdin EOF) ends the process well before the timer fires; it is a daemon
+    thread, so it never delays that. Only a process that would otherwise linger (an orphan
+    blocking WAL checkpoints) is ended, and its store is already closed.
+    """
+    def force() -> None:
+        log.info("transport still blocked %.1f s after the store closed; exiting", EXIT_GRACE_S)
+        sys.stderr.flush()
+        os._exit(0)
+
+    timer = threading.Timer(EXIT_GRACE_S, force)
+    timer.daemon = True
+    timer.start()
+
+
+def _only(
+    exc: BaseException, kind: type[BaseException] | tuple[type[BaseException], ...]
+) -> bool:
     if isinstance(exc, BaseExceptionGroup):
         return all(_only(e, kind) for e in exc.exceptions)
     return isinstance(exc, kind)

@@ -9,6 +9,7 @@ bad file is refused with the record number and field at fault.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 from datetime import UTC, datetime
@@ -98,15 +99,11 @@ def _from_record(record: object, namespace: str | None) -> Memory:
         session_id=record.get("session_id"),
     )
     memory_id = validation.id_prefix(record.get("id"), "id")
-    access = record.get("access_count", 0)
-    if isinstance(access, bool) or not isinstance(access, int) or access < 0:
-        raise InvalidInput("access_count", f"must be a whole number ≥ 0, got {access!r}")
+    access = _count("access_count", record.get("access_count", 0))
     superseded = validation.optional_id("superseded_by", record.get("superseded_by"))
     created = _time("created_at", record.get("created_at"))
     accessed = _time("accessed_at", record.get("accessed_at", record.get("created_at")))
-    token_count = record.get("token_count")
-    if isinstance(token_count, bool) or not isinstance(token_count, int) or token_count < 0:
-        raise InvalidInput("token_count", f"must be a whole number ≥ 0, got {token_count!r}")
+    token_count = _count("token_count", record.get("token_count"))
     return Memory(
         id=memory_id,
         namespace=new.namespace,
@@ -126,14 +123,31 @@ def _from_record(record: object, namespace: str | None) -> Memory:
     )
 
 
+MAX_COUNT = 2**63 - 1
+"""SQLite's largest INTEGER; a bigger count would fail deep in the insert."""
+
+
+def _count(field: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InvalidInput(field, f"must be a whole number ≥ 0, got {value!r}")
+    if value > MAX_COUNT:
+        raise InvalidInput(field, f"{value} is out of range (at most {MAX_COUNT})")
+    return value
+
+
 def _time(field: str, value: object) -> datetime:
-    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
-        return datetime.fromtimestamp(float(value), tz=UTC)
-    if isinstance(value, str):
-        try:
-            parsed = datetime.fromisoformat(value)
-        except ValueError:
-            pass
-        else:
-            return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    """An import's time; one the store could not read back (years outside 1-9999) is refused."""
+    when: datetime | None = None
+    try:
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+            when = datetime.fromtimestamp(float(value), tz=UTC)
+        elif isinstance(value, str):
+            with contextlib.suppress(ValueError):
+                parsed = datetime.fromisoformat(value)
+                when = parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+        if when is not None:
+            datetime.fromtimestamp(when.timestamp(), tz=UTC)  # as the store reads it back
+            return when
+    except (OverflowError, OSError, ValueError):
+        raise InvalidInput(field, f"{value!r} is out of range (years 1 to 9999)") from None
     raise InvalidInput(field, f"must be an ISO-8601 time or epoch seconds, got {value!r}")

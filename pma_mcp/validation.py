@@ -11,6 +11,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from pma_mcp.config import canonical_namespace
 from pma_mcp.errors import InvalidInput
 from pma_mcp.models import MemoryType, NewMemory
 
@@ -108,7 +109,8 @@ def optional_id(field: str, value: object) -> str | None:
 
 
 def namespace(value: object) -> str:
-    return text_field("namespace", value, max_chars=MAX_NAMESPACE_CHARS).strip()
+    """A namespace argument in its canonical spelling (a path as its real path)."""
+    return canonical_namespace(text_field("namespace", value, max_chars=MAX_NAMESPACE_CHARS))
 
 
 def id_prefix(value: object, field: str = "memory_id") -> str:

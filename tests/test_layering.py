@@ -19,6 +19,7 @@ LAYERS: dict[str, float] = {
     "render": 3.5, "schemas": 3.5,
     "service": 3,
     "retrieval": 2, "collector": 2, "budget": 2, "graph": 2, "consolidate": 2,
+    "repair": 2.5,
     "transfer": 2, "seeding": 2, "launch": 2,
     "importing": 3.2, "importers": 2.1,
     "base": 2.2, "claude_code": 2.2, "claude_mem": 2.2, "mcp_memory": 2.2, "mem0": 2.2,

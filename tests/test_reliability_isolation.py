@@ -24,7 +24,7 @@ from mcp import Client, MCPError
 from mcp.types import TextContent
 
 from pma_mcp.budget import WordEstimate
-from pma_mcp.config import GLOBAL_NAMESPACE, Settings
+from pma_mcp.config import GLOBAL_NAMESPACE, Settings, canonical_namespace
 from pma_mcp.errors import InvalidInput, NotFound, PmaError
 from pma_mcp.server import build_server
 from pma_mcp.service import MemoryService
@@ -152,7 +152,8 @@ async def check_isolation(a_ns: str, b_ns: str, a_specs: list[Spec], b_specs: li
 @settings(max_examples=40, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(
-    pair=st.tuples(namespaces, namespaces).filter(lambda p: p[0].strip() != p[1].strip()),
+    pair=st.tuples(namespaces, namespaces).filter(
+        lambda p: canonical_namespace(p[0]) != canonical_namespace(p[1])),
     a_specs=st.lists(specs, min_size=1, max_size=4),
     b_specs=st.lists(specs, max_size=4),
     b_copies_a=st.booleans(),
@@ -201,13 +202,17 @@ async def check_tools(a_ns: str, b_ns: str, spec: Spec, prefix_len: int) -> None
                 result = await client.call_tool(tool, args)
                 assert not result.is_error, texts(result.content)
                 assert secret not in texts(result.content), tool
+            for tool, args in [*calls, ("remember", {"content": spec.content})]:
+                named = await client.call_tool(tool, {**args, "namespace": a_ns})  # by name
+                assert named.is_error and "PMA_READ_NAMESPACES" in texts(named.content), tool
         assert checks.snapshot(db, full=True) == before
 
 
 @settings(max_examples=12, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(
-    pair=st.tuples(namespaces, namespaces).filter(lambda p: p[0].strip() != p[1].strip()),
+    pair=st.tuples(namespaces, namespaces).filter(
+        lambda p: canonical_namespace(p[0]) != canonical_namespace(p[1])),
     spec=specs,
     prefix_len=st.integers(6, 31),
 )

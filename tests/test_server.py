@@ -291,8 +291,8 @@ async def test_memory_stats_by_tier(app: MCPServer[Any], mode: Mode) -> None:
         assert stats["by_tier"]["semantic"]["count"] == 1
         assert stats["total_tokens"] == sum(t["tokens"] for t in stats["by_tier"].values())
         assert 0 < stats["avg_composite_score"] <= 1
-        other = await ok(client, "memory_stats", {"namespace": "/elsewhere"})
-        assert other["namespace"] == "/elsewhere" and other["total"] == 0
+        other = await ok(client, "memory_stats", {"namespace": "default"})
+        assert other["namespace"] == "default" and other["total"] == 0
 
 
 async def test_related_finds_memories_by_entity(app: MCPServer[Any], mode: Mode) -> None:

@@ -117,6 +117,8 @@ def expand(value: Any, world: World) -> Any:
         return memory_id[: int(prefix)] if prefix is not None else memory_id
     if key == "$project":
         return PROJECT
+    if key == "$other_project":
+        return OTHER
     if key == "$transcript":
         return str(world.transcripts[str(arg)])
     raise ValueError(f"unknown corpus marker {key}")
