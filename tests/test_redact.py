@@ -202,7 +202,7 @@ CASES = [
         "client-secret",
         "OAUTH_CLIENT_SECRET={s} ./run.sh",
         "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",
-        "secret",
+        "google_client_secret",
     ),
     Case(
         "django-secret-hex",
@@ -220,7 +220,7 @@ CASES = [
         "access-token-query",
         "GET https://api.example.com/v1/me?access_token={s}&alt=json",
         "ya29.a0AfH6SMBx3kdT9Qz8LmN2pR7tV1wX3yZ5aB6cD8eF0gH2",
-        "token",
+        "google_oauth_token",
     ),
     Case(
         "python-api-key",
