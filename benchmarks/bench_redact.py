@@ -1,4 +1,4 @@
-"""Secret redaction: shapes caught per class, false positives on ordinary text, beside the old rules.
+"""Secret redaction: shapes caught per class and false positives, beside the old rules.
 
     uv run python -m benchmarks.bench_redact [--locomo ../shared/bench/locomo_dev.json] [--show 5]
 

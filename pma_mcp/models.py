@@ -259,3 +259,11 @@ class Scope:
     namespaces: tuple[str, ...]
     memory_type: MemoryType | None = None
     tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SeedResult:
+    """What `seed` stored, and the files it left out (source, reason)."""
+
+    added: list[AddResult]
+    skipped: list[tuple[str, str]]

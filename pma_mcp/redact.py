@@ -22,11 +22,12 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from pma_mcp.secret_rules import FAMILIES
 
 __all__ = ["Redaction", "entropy", "key_like", "redact", "sanitize_for_storage", "scrub",
-           "strip_private"]
+           "scrub_values", "strip_private"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,7 +342,7 @@ def _accepted_value(
 ) -> bool:
     if word == "key" and not _SECRET_KEY_NAME.search(lowered_key):
         # `key: value`, `primary_key = 5`, `cache_key = ...`: only a random-looking value.
-        return not bare and key_like(value, min_len=20) or bare and key_like(value, min_len=24)
+        return (not bare and key_like(value, min_len=20)) or (bare and key_like(value, min_len=24))
     if word == "auth" and not key_like(value):
         return False  # `"auth": "dXNlcjpwYXNz"` in a docker config, not `auth: required`
     if len(value) < (6 if bare else 4) or (value.isdigit() and len(value) < 8):
@@ -524,8 +525,9 @@ def _judge_pgpass(match: re.Match[str], text: str) -> list[_Span]:
 
 
 # Command-line tools that take a credential as an argument, with the flags that carry it.
-# Each entry: tool names, the flag pattern (its `v` group is the value), needs `login` first.
-_CLI_VALUE = r"""(?:"(?P<dq>[^"\r\n]{1,256}+)"|'(?P<sq>[^'\r\n]{1,256}+)'|(?P<bare>[^\s"'`|;&]{1,256}+))"""
+# Each entry: tool names and the flag pattern (its dq / sq / bare group is the value).
+_CLI_VALUE = (r"""(?:"(?P<dq>[^"\r\n]{1,256}+)"|'(?P<sq>[^'\r\n]{1,256}+)'"""
+              r"""|(?P<bare>[^\s"'`|;&]{1,256}+))""")
 _CLI_TOOLS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("mysql", "mysqldump", "mysqladmin", "mysqlimport", "mysqlsh", "mariadb", "mariadb-dump",
       "mysqlcheck", "mysqlslap"), rf"(?<=\s)-p{_CLI_VALUE}"),  # `-pPW`: attached, or it prompts
@@ -540,7 +542,8 @@ _CLI_TOOLS: tuple[tuple[tuple[str, ...], str], ...] = (
       "ldapcompare", "ldapmodrdn"), rf"(?<=\s)-w[\x20\t]+{_CLI_VALUE}"),
     (("keytool", "jarsigner"),
      rf"(?<=\s)-(?:src|dest|new)?(?:storepass|keypass)[\x20\t]+{_CLI_VALUE}"),
-    (("openssl",), rf"(?:(?<=\s)-k[\x20\t]+|(?<=\s)-pass(?:in|out)?[\x20\t]+pass:|(?<=\s)pass:){_CLI_VALUE}"),
+    (("openssl",),
+     rf"(?:(?<=\s)-k[\x20\t]+|(?<=\s)-pass(?:in|out)?[\x20\t]+pass:|(?<=\s)pass:){_CLI_VALUE}"),
     (("xfreerdp", "wlfreerdp"), rf"(?<=\s)/p:{_CLI_VALUE}"),
     (("htpasswd",), rf"(?<=\s)-[a-zA-Z]*b[a-zA-Z]*\s(?:.*\s)?{_CLI_VALUE}[\x20\t]*$"),
     (("cf",), rf"(?<=\s)auth[\x20\t]+\S+[\x20\t]+{_CLI_VALUE}"),
@@ -776,6 +779,17 @@ def scrub(text: str, *, redact_secrets: bool = True) -> str:
     import, importers): `<private>` blocks removed, then secrets redacted."""
     text = strip_private(text)
     return redact(text).text if redact_secrets else text
+
+
+def scrub_values(value: Any, clean: Callable[[str], str] = scrub) -> Any:
+    """`value` (JSON-like metadata) with every string in it, keys included, passed to `clean`."""
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, dict):
+        return {clean(str(k)): scrub_values(v, clean) for k, v in value.items()}
+    if isinstance(value, list):
+        return [scrub_values(v, clean) for v in value]
+    return value
 
 
 # The name the hooks have always used.

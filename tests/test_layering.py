@@ -16,13 +16,13 @@ SHARED = {"models", "errors", "config", "__init__"}
 LAYERS: dict[str, float] = {
     "__main__": 6, "cli": 5,
     "server": 4, "hooks": 4, "commands": 4,
-    "render": 3.5, "schemas": 3.5,
+    "render": 3.5, "schemas": 3.5, "outfile": 3.5,
     "service": 3,
     "retrieval": 2, "collector": 2, "budget": 2, "graph": 2, "consolidate": 2,
     "transfer": 2, "seeding": 2,
     "scoring": 1.5, "validation": 1.5, "redact": 1.5, "transcript": 1.5,
     "repository": 1,
-    "lexicon": 0.5,
+    "lexicon": 0.5, "secret_rules": 0.5,
     "db": 0,
 }
 

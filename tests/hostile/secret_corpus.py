@@ -286,12 +286,14 @@ def value_extents() -> Iterator[Case]:
     for _ in range(8):
         words = " ".join(R.choice(["correct", "horse", "Battery", "staple", "9lives", "Zebra",
                                    "quartz", "41!", "mango"]) for _ in range(4))
-        yield "value_extent", f'database:\n  password: "{words} {pick(ALNUM, 4)}"\n  port: 5432', words
+        yield ("value_extent",
+               f'database:\n  password: "{words} {pick(ALNUM, 4)}"\n  port: 5432', words)
         yield "value_extent", f"auth:\n  secret: '{words} {pick(ALNUM, 6)}'", words
         yield "value_extent", f"passphrase = \"{words} {pick(DIGITS, 3)}\"", words
     for _ in range(8):
         a, b = password(""), password("")
-        yield "value_extent", f'{{"user": "svc", "password": "{a}\\"{b}", "host": "db"}}', f'{a}\\"{b}'
+        yield ("value_extent", f'{{"user": "svc", "password": "{a}\\"{b}", "host": "db"}}',
+               f'{a}\\"{b}')
         yield "value_extent", f'{{"client_secret": "{a}\\\\{b}", "tenant": "acme"}}', b
         yield "value_extent", f"password: '{a}''{b}'", f"{a}''{b}"
 
@@ -373,7 +375,8 @@ def config_files() -> Iterator[Case]:
         yield "config_file", f"default login {user} password {pw}", pw
         yield "config_file", f"{host}:5432:app:{user}:{pw}", pw
         yield "config_file", f"*:*:*:{user}:{pw}", pw
-        yield "config_file", f"db.internal:6432:analytics:{user}:{pw}\nlocalhost:5432:*:postgres:x", pw
+        yield ("config_file",
+               f"db.internal:6432:analytics:{user}:{pw}\nlocalhost:5432:*:postgres:x", pw)
         tok = pick(B64, 40)
         yield "config_file", f"//npm.example.com/:_authToken={tok}", tok
         auth = base64.b64encode(f"{user}:{pw}".encode()).decode()
@@ -427,7 +430,7 @@ def key_blocks() -> Iterator[Case]:
         priv = _b64_lines(4)
         mac = pick(HEXL, 64)
         ppk = ("PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nComment: deploy@ci\n"
-               f"Public-Lines: 3\n" + "\n".join(pub) + "\nPrivate-Lines: 4\n" + "\n".join(priv)
+               "Public-Lines: 3\n" + "\n".join(pub) + "\nPrivate-Lines: 4\n" + "\n".join(priv)
                + f"\nPrivate-MAC: {mac}")
         yield "key_block", ppk, priv[1]
         yield "key_block", ppk, mac
@@ -449,7 +452,8 @@ def key_like_values() -> Iterator[Case]:
              "ENCRYPTION_KEY", "SIGNING_KEY", "WEBHOOK_SECRET", "MASTER_KEY", "LICENSE_KEY",
              "PUSHER_APP_SECRET", "SENTRY_AUTH_TOKEN", "MAPBOX_ACCESS_TOKEN", "X_API_KEY")
     makers: tuple[Callable[[], str], ...] = (
-        lambda: pick(HEXL, 32), lambda: pick(HEXL, 40), lambda: str(uuid.UUID(int=R.getrandbits(128))),
+        lambda: pick(HEXL, 32), lambda: pick(HEXL, 40),
+        lambda: str(uuid.UUID(int=R.getrandbits(128))),
         lambda: pick(ALNUM, 32), lambda: pick(B64, 44), lambda: pick(UPPER + LOWER, 28),
     )
     for name in names:
