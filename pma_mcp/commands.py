@@ -402,10 +402,13 @@ async def _seed(args: argparse.Namespace, settings: Settings) -> int:
             "path": str(root), "namespace": namespace,
             "added": [{"id": i, "source": s, "section": h} for i, s, h in rows],
             "skipped": [{"source": s, "reason": r} for s, r in result.skipped],
+            "cut": [{"source": s, "reason": r} for s, r in result.cut],
         }))
         return EXIT_OK
     for source, reason in result.skipped:
         _out(f"skipped {source}: {reason}")
+    for source, reason in result.cut:
+        _out(f"cut {source}: {reason}")
     if not seeding.project_files(root):
         _out(f"nothing to seed: no CLAUDE.md, README.md or docs/*.md in {root}")
     elif not added:

@@ -263,7 +263,9 @@ class Scope:
 
 @dataclass(frozen=True, slots=True)
 class SeedResult:
-    """What `seed` stored, and the files it left out (source, reason)."""
+    """What `seed` stored, the files it did not read and those it read only in part
+    (each as source, reason)."""
 
     added: list[AddResult]
     skipped: list[tuple[str, str]]
+    cut: list[tuple[str, str]]

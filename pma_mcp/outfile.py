@@ -43,11 +43,11 @@ def write(path: Path, data: bytes, *, follow_symlinks: bool = False) -> str:
 
 
 def _write_through_link(path: Path, data: bytes, *, follow_symlinks: bool) -> str:
-    target = path.resolve()
     try:
-        mode = os.stat(target).st_mode
+        mode: int | None = os.stat(path).st_mode  # through the link: /dev/stdout is a pipe
     except FileNotFoundError:
         mode = None
+    target = path.resolve()
     if mode is not None and not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
         return _stream(path, data)  # /dev/stdout and friends
     if not follow_symlinks:

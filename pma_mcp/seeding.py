@@ -48,7 +48,8 @@ class Skipped:
 @dataclass(frozen=True)
 class SeedRead:
     sections: list[Section] = field(default_factory=list)
-    skipped: list[Skipped] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)  # not read at all
+    cut: list[Skipped] = field(default_factory=list)  # read only up to MAX_FILE_BYTES
 
 
 def project_files(root: Path) -> list[Path]:
@@ -124,7 +125,7 @@ def read_sections(root: Path) -> SeedRead:
             read.skipped.append(Skipped(source, str(refused)))
             continue
         if note:
-            read.skipped.append(Skipped(source, note))
+            read.cut.append(Skipped(source, note))
         read.sections.extend(split_sections(text, source))
     extra = len(project_files(root)) - MAX_FILES
     if extra > 0:
@@ -159,7 +160,7 @@ def _read_inside(file: Path, real_root: Path) -> tuple[str, str | None]:
     note = None
     if len(raw) > MAX_FILE_BYTES:
         raw = raw[:MAX_FILE_BYTES]
-        note = (f"larger than {MAX_FILE_BYTES:,} bytes ({info.st_size:,}): only the first "
-                f"{MAX_FILE_BYTES:,} were read")
+        note = (f"{info.st_size:,} bytes, over the {MAX_FILE_BYTES:,}-byte cap per file: only "
+                "the first part was read")
     text = raw.decode("utf-8", errors="replace").replace("\x00", "")
     return text, note

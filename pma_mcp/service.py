@@ -497,7 +497,8 @@ class MemoryService:
                                                  "section": section.heading},
                 namespace=own,
             ))
-        return SeedResult(added=added, skipped=[(s.source, s.reason) for s in read.skipped])
+        return SeedResult(added=added, skipped=[(s.source, s.reason) for s in read.skipped],
+                          cut=[(s.source, s.reason) for s in read.cut])
 
     # ------------------------------------------------------------- internals
 
