@@ -36,8 +36,11 @@ DEFAULT_LOCOMO = ROOT.parent / "shared" / "bench" / "locomo_dev.json"
 Redactor = Callable[[str], str]
 
 
+OLD_PATH = Path(tempfile.gettempdir()) / f"pma_old_redact_{BASELINE}.py"
+
+
 def baseline() -> Redactor | None:
-    """The old `redact` from git, or None when the history is not available."""
+    """The old `redact` from git (written to OLD_PATH), or None without the history."""
     try:
         source = subprocess.run(
             ["git", "-C", str(ROOT), "show", f"{BASELINE}:pma_mcp/redact.py"],
@@ -45,9 +48,8 @@ def baseline() -> Redactor | None:
         ).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as handle:
-        handle.write(source)
-    spec = importlib.util.spec_from_file_location("old_redact", handle.name)
+    OLD_PATH.write_text(source, "utf-8")
+    spec = importlib.util.spec_from_file_location("old_redact", OLD_PATH)
     assert spec is not None and spec.loader is not None
     module: ModuleType = importlib.util.module_from_spec(spec)
     sys.modules["old_redact"] = module  # dataclasses look their module up
@@ -88,16 +90,15 @@ def changed(run: Redactor, texts: Iterable[str]) -> list[tuple[str, str]]:
     return [(t, out) for t in texts if (out := run(t)) != t]
 
 
-def import_ms(runs: int = 7) -> float:
-    """Median wall time of `import pma_mcp.redact` in a fresh interpreter, minus bare start."""
-    def once(code: str) -> float:
+def import_ms(code: str, runs: int = 9) -> float:
+    """Median wall time of `code` in a fresh interpreter, minus a bare interpreter's start."""
+    def once(snippet: str) -> float:
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", code], check=True)
+        subprocess.run([sys.executable, "-c", snippet], check=True)
         return time.perf_counter() - start
 
     bare = statistics.median(once("pass") for _ in range(runs))
-    loaded = statistics.median(once("import pma_mcp.redact") for _ in range(runs))
-    return (loaded - bare) * 1000
+    return (statistics.median(once(code) for _ in range(runs)) - bare) * 1000
 
 
 def _row(name: str, new: tuple[int, int], old: tuple[int, int] | None) -> str:
@@ -146,8 +147,21 @@ def main() -> None:
         for text in texts:
             current(text)
     elapsed = time.perf_counter() - start
-    print(f"\n== speed: {size / 1e6:.2f} MB of ordinary text in {elapsed * 1000:.0f} ms; "
-          f"import pma_mcp.redact {import_ms():.1f} ms (fresh process, median of 7)")
+    old_elapsed = None
+    if old:
+        start = time.perf_counter()
+        for _, texts in sources:
+            for text in texts:
+                old(text)
+        old_elapsed = time.perf_counter() - start
+    print(f"\n== speed: {size / 1e6:.2f} MB of ordinary text in {elapsed * 1000:.0f} ms"
+          + (f" (before: {old_elapsed * 1000:.0f} ms)" if old_elapsed is not None else ""))
+    new_import = import_ms("import pma_mcp.redact; pma_mcp.redact.redact('token=x1')")
+    line = f"   import + first call, fresh process (median of 9): {new_import:.1f} ms"
+    if old:
+        old_import = import_ms(f"import runpy; runpy.run_path({str(OLD_PATH)!r})")
+        line += f" (before: {old_import:.1f} ms)"
+    print(line)
 
 
 if __name__ == "__main__":

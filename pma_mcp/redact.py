@@ -194,7 +194,7 @@ _NOT_A_VALUE = frozenset(_NOT_A_VALUE_WORDS.split())
 
 # An env lookup is `${...}`, `$(...)`, `$NAME` or `$name`; `$ecret99` in quotes is a value.
 _PLACEHOLDER = re.compile(
-    r"^(?:\$\{|\$\(|\$[A-Z_][A-Z0-9_]*$|\$[a-z_]+$|%\(|%[A-Za-z_]+%$|\{\{|<[^>]*>$|\*+$"
+    r"^(?:\$\{|\$\(|\$[A-Z_][A-Z0-9_]*$|\$[a-z_]+$|%\(|%[A-Za-z_]+%$|\{\{|<[^>\s]*>?$|\*+$"
     r"|[xX]{3,}$|\.{3}$|…$|\#[0-9A-Fa-f]{3,8}$|\[(?:redacted|REDACTED))"
 )
 _DOTTED_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")
@@ -569,7 +569,7 @@ def _judge_cli(match: re.Match[str], text: str) -> list[_Span]:
     for flag in _cli_flags(tool):
         for found in flag.finditer(segment, start):
             value, span = _value_of(found, segment)
-            if value and not value.startswith("-") and _plain_value(value):
+            if len(value) >= 3 and not value.startswith("-") and _plain_value(value):
                 spans.append(span)
     return sorted(spans)
 
@@ -592,7 +592,23 @@ _VALUE = r"""(?: "(?P<dq>[^"\r\n]{1,512}+)" | '(?P<sq>[^'\r\n]{1,512}+)'
               | (?P<bare>[^\s"'`]{1,512}+) )"""
 
 
+# `(?<![A-Za-z0-9_])literal...`: a leading lookbehind hides the literal from the regex
+# engine's prefix search (every position is tried, ~10x slower); checking the character
+# before the literal after it (`literal(?<![A-Za-z0-9_]literal)...`) means the same.
+_LEADING_GUARD = re.compile(r"^\(\?<!\[A-Za-z0-9_\]\)(?P<lit>(?:[A-Za-z0-9_\-]|\\\.)+)(?P<rest>.*)$",
+                            re.DOTALL)
+
+
+def _literal_first(source: str) -> str:
+    found = _LEADING_GUARD.match(source)
+    if found is None or found.group("rest").startswith(("{", "*", "+", "?")):
+        return source
+    lit = found.group("lit")
+    return f"{lit}(?<![A-Za-z0-9_]{lit}){found.group('rest')}"
+
+
 def _family(kind: str, triggers: tuple[str, ...], source: str) -> _Rule:
+    source = _literal_first(source)
     judge = None
     if kind in ("twilio_key",):
         judge = _when(_accept_twilio)
@@ -695,12 +711,14 @@ _RULES: tuple[_Rule, ...] = (
         ("-u", "-U"),
         judge=_judge_user_password,
     ),
-    _Rule(
-        "password",
-        rf"""(?<![A-Za-z0-9_./\-])(?P<tool>{"|".join(re.escape(n) for n in _CLI_NAMES)})
-        (?=[\x20\t])""",
-        tuple(_CLI_NAMES),
-        judge=_judge_cli,
+    *(
+        _Rule(  # one rule per tool: a literal start is found by a fast substring search
+            "password",
+            rf"(?P<tool>{re.escape(name)})(?<![A-Za-z0-9_./\-]{re.escape(name)})(?=[\x20\t])",
+            (f"{name} ",),
+            judge=_judge_cli,
+        )
+        for name in _CLI_NAMES
     ),
     _Rule(
         "secret",

@@ -73,7 +73,7 @@ def assert_no_secret_stored(db: Path) -> None:
     text = stored_text(db)
     missing = [c["id"] for c in CASES if f"end-of-{c['id']}" not in text]
     assert not missing, f"cases not stored whole: {missing[:10]}"
-    owner = {}  # every 8-byte piece of every secret -> its case
+    owner: dict[bytes, str] = {}  # every 8-byte piece of every secret -> its case
     for case in CASES:
         secret = case["secret"].encode()
         for i in range(len(secret) - 7):
