@@ -12,7 +12,8 @@ Every pattern is compiled the first time its trigger occurs, starts with a liter
 character set where possible, and uses bounded or possessive quantifiers, so a multi-megabyte
 transcript is scanned in linear time on the hook fast path. Standard library only.
 
-`scrub` is the one entry point for text on its way into the store, from any source.
+`scrub` is the one entry point for text on its way into the store, from any source;
+`sanitize_for_storage` adds `<private>` stripping for captured conversation (hooks).
 """
 
 from __future__ import annotations
@@ -595,8 +596,9 @@ _VALUE = r"""(?: "(?P<dq>[^"\r\n]{1,512}+)" | '(?P<sq>[^'\r\n]{1,512}+)'
 # `(?<![A-Za-z0-9_])literal...`: a leading lookbehind hides the literal from the regex
 # engine's prefix search (every position is tried, ~10x slower); checking the character
 # before the literal after it (`literal(?<![A-Za-z0-9_]literal)...`) means the same.
-_LEADING_GUARD = re.compile(r"^\(\?<!\[A-Za-z0-9_\]\)(?P<lit>(?:[A-Za-z0-9_\-]|\\\.)+)(?P<rest>.*)$",
-                            re.DOTALL)
+_LEADING_GUARD = re.compile(
+    r"^\(\?<!\[A-Za-z0-9_\]\)(?P<lit>(?:[A-Za-z0-9_\-]|\\\.)+)(?P<rest>.*)$", re.DOTALL
+)
 
 
 def _literal_first(source: str) -> str:
@@ -792,11 +794,21 @@ def redact(text: str) -> Redaction:
     return Redaction(text=text, count=len(found), kinds=tuple(sorted(set(found))))
 
 
-def scrub(text: str, *, redact_secrets: bool = True) -> str:
+def scrub(text: str) -> str:
     """The one entry point for text entering the store from any source (hooks, tools, seed,
-    import, importers): `<private>` blocks removed, then secrets redacted."""
+    import, importers): every recognised secret replaced by its marker."""
+    return redact(text).text
+
+
+def sanitize_for_storage(text: str, *, redact_secrets: bool = True) -> str:
+    """Conversation capture (hooks): `<private>` blocks removed, then `scrub`.
+
+    Only captured conversation drops `<private>` blocks: a `remember` call, a seeded doc or an
+    import holds text someone chose to store, where the tag may be the subject (the docs
+    explain it) and an unclosed one would hide the rest of the document.
+    """
     text = strip_private(text)
-    return redact(text).text if redact_secrets else text
+    return scrub(text) if redact_secrets else text
 
 
 def scrub_values(value: Any, clean: Callable[[str], str] = scrub) -> Any:
@@ -809,6 +821,3 @@ def scrub_values(value: Any, clean: Callable[[str], str] = scrub) -> Any:
         return [scrub_values(v, clean) for v in value]
     return value
 
-
-# The name the hooks have always used.
-sanitize_for_storage = scrub

@@ -504,13 +504,10 @@ class MemoryService:
 
     def _scrub(self, text: str) -> str:
         """Text on its way into the store, from any source: `redact.scrub` (PMA_REDACT)."""
-        return redact.scrub(text, redact_secrets=self.settings.redact)
+        return redact.scrub(text) if self.settings.redact else text
 
     def _scrubbed(self, new: NewMemory) -> NewMemory:
-        content = self._scrub(new.content).strip()
-        if not content:
-            raise InvalidInput("content", "nothing is left once <private> blocks are removed")
-        return dataclasses.replace(new, content=content,
+        return dataclasses.replace(new, content=self._scrub(new.content),
                                    metadata=redact.scrub_values(new.metadata, self._scrub))
 
     def _scope(

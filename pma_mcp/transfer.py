@@ -93,10 +93,7 @@ def from_record(
         raise InvalidInput(f"record {index}, field {exc.field!r}", _message(exc)) from None
     if scrub is None:
         return memory
-    content = scrub(memory.content).strip()
-    if not content:
-        raise InvalidInput(f"record {index}, field 'content'",
-                           "nothing is left once <private> blocks are removed")
+    content = scrub(memory.content)
     return dataclasses.replace(memory, content=content, content_hash=content_hash(content),
                                metadata=scrub_values(memory.metadata, scrub))
 
