@@ -520,6 +520,15 @@ def _judge_prose_password(match: re.Match[str], text: str) -> list[_Span]:
     return [span]
 
 
+def _judge_piped_password(match: re.Match[str], text: str) -> list[_Span]:
+    for group in ("dq", "sq", "bare", "hdq", "hsq", "hbare"):
+        if match.group(group) is not None:
+            start, end = match.span(group)
+            value = text[start:end]
+            return [(start, end)] if len(value) >= 3 and _plain_value(value) else []
+    return []
+
+
 def _judge_pgpass(match: re.Match[str], text: str) -> list[_Span]:
     start, end = match.span("secret")
     return [(start, end)] if _plain_value(text[start:end]) else []
@@ -591,6 +600,7 @@ _PEM_LINE = r"(?:[A-Za-z0-9+/]{16,}+={0,2}|[A-Za-z0-9+/]{1,15}+={1,2}|=[A-Za-z0-
 _TOK = r"[A-Za-z0-9_\-]"
 _VALUE = r"""(?: "(?P<dq>[^"\r\n]{1,512}+)" | '(?P<sq>[^'\r\n]{1,512}+)'
               | (?P<bare>[^\s"'`]{1,512}+) )"""
+_HERE_VALUE = _VALUE.replace("(?P<", "(?P<h")  # the same value after `<<<` (hdq, hsq, hbare)
 
 
 # `(?<![A-Za-z0-9_])literal...`: a leading lookbehind hides the literal from the regex
@@ -709,7 +719,7 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         "password",
-        rf"""(?<![a-z0-9_-])(?:-u|--user|--proxy-user|-U)(?:[\x20\t]++|=){_VALUE}""",
+        rf"""(?<![a-z0-9_-])(?:-u|--user|--proxy-user|-U)(?:[\x20\t]++|=)?{_VALUE}""",
         ("-u", "-U"),
         judge=_judge_user_password,
     ),
@@ -721,6 +731,14 @@ _RULES: tuple[_Rule, ...] = (
             judge=_judge_cli,
         )
         for name in _CLI_NAMES
+    ),
+    _Rule(  # `echo 'PW' | docker login --password-stdin`, `... --password-stdin <<< 'PW'`
+        "password",
+        rf"""(?:(?:echo|printf)[\x20\t]+(?:-[a-z]{{1,3}}[\x20\t]+)?{_VALUE}[\x20\t]*\|
+             (?=[^\r\n|]{{0,200}}(?:--password-stdin|--pass-stdin|--stdin|chpasswd))
+           | (?:--password-stdin|--stdin)[^\r\n]{{0,200}}?<<<[\x20\t]*{_HERE_VALUE})""",
+        ("-stdin", "chpasswd"),
+        judge=_judge_piped_password,
     ),
     _Rule(
         "secret",

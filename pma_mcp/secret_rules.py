@@ -128,7 +128,7 @@ FAMILIES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("mapbox_token", ("k.eyj",), rf"{_B}[ps]k\.eyJ{_W}{{10,}}+\.{_W}{{10,}}+"),
     # ---- signed tokens and key material
     ("jwt", ("eyj",), rf"eyJ(?<!{_W}eyJ){_W}{{8,}}+\.{_W}{{8,}}+\.{_W}*+"),
-    ("age_secret_key", ("age-secret-key-1",), r"AGE-SECRET-KEY-1[0-9A-Z]{58}"),
+    ("age_secret_key", ("age-secret-key-1",), r"AGE-SECRET-KEY-1[0-9A-Z]{50,70}+"),
     ("age_secret_key", ("age-plugin-",), r"AGE-PLUGIN-[A-Z0-9\-]{1,40}1[0-9A-Z]{20,}+"),
     ("wireguard_key", ("privatekey",),
      r"PrivateKey[\x20\t]*=[\x20\t]*(?P<secret>[A-Za-z0-9+/]{42,43}=)"),

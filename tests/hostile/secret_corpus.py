@@ -361,6 +361,11 @@ def command_arguments() -> Iterator[Case]:
         yield "cli_argument", f"git clone https://{user}:{pw}@git.example.com/team/repo.git", pw
         yield "cli_argument", f"az login -u {user}@example.com -p {pw}", pw
         yield "cli_argument", f"xfreerdp /v:10.0.0.5 /u:{user} /p:{pw}", pw
+        yield "cli_argument", f"curl -u{user}:{pw} https://api.example.com/v2/items", pw
+        yield ("cli_argument",
+               f"echo '{pw}' | docker login -u {user} --password-stdin ghcr.io", pw)
+        yield "cli_argument", f"docker login -u {user} --password-stdin <<< '{pw}'", pw
+        yield "cli_argument", f"mysql --user=root --password='{pw}' -h db shop", pw
 
 
 # ------------------------------------------------------------------ config files
