@@ -597,7 +597,6 @@ _PEM_END = r"-----END[A-Z0-9\x20]{0,40}PRIVATE\x20KEY(?:\x20BLOCK)?-----"
 # A truncated body only takes lines that look like key material (long, or padded), so the
 # prose after a cut-off paste survives; a bare BEGIN line mentioned in prose is left alone.
 _PEM_LINE = r"(?:[A-Za-z0-9+/]{16,}+={0,2}|[A-Za-z0-9+/]{1,15}+={1,2}|=[A-Za-z0-9+/]{4})"
-_TOK = r"[A-Za-z0-9_\-]"
 _VALUE = r"""(?: "(?P<dq>[^"\r\n]{1,512}+)" | '(?P<sq>[^'\r\n]{1,512}+)'
               | (?P<bare>[^\s"'`]{1,512}+) )"""
 _HERE_VALUE = _VALUE.replace("(?P<", "(?P<h")  # the same value after `<<<` (hdq, hsq, hbare)

@@ -3,7 +3,7 @@
 Each entry is (kind, triggers, pattern). `triggers` are lowercase substrings, at least one of
 which occurs in any text the pattern can match: `redact` skips a family whose triggers are all
 absent and compiles a pattern only the first time one is present, so a hook pays for the few
-families its text mentions, not for all of them (about 90 patterns).
+families its text mentions, not for all of them (about 80 patterns).
 
 The list follows the provider families of the gitleaks and detect-secrets rule sets (MIT and
 Apache-2.0; their patterns are not copied: each is written here from the provider's published
