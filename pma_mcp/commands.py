@@ -30,7 +30,7 @@ from urllib.parse import quote
 
 import aiosqlite
 
-from pma_mcp import __version__, db, launch, render, seeding
+from pma_mcp import __version__, db, launch, outfile, render, seeding
 from pma_mcp.config import GLOBAL_NAMESPACE, Settings, resolve_namespace
 from pma_mcp.errors import NotFound, PmaError
 from pma_mcp.models import GCDecision, MemoryType
@@ -207,7 +207,10 @@ def _add_export(sub: Any) -> None:
                        help="namespace to export (default: the one the server resolves here)")
     scope.add_argument("--all", action="store_true", help="export every namespace")
     p.add_argument("-o", "--output", metavar="FILE",
-                   help="write to FILE (created mode 0600) instead of stdout")
+                   help="write to FILE (replaced atomically, mode 0600) instead of stdout; a "
+                        "FIFO or device is written to as it is")
+    p.add_argument("--follow-symlinks", action="store_true",
+                   help="if FILE is a symlink, replace the file it points at")
     p.set_defaults(handler=_export)
 
 
@@ -356,24 +359,10 @@ async def _export(args: argparse.Namespace, settings: Settings) -> int:
         sys.stdout.buffer.write(data)  # bytes: UTF-8 whatever the terminal's locale
         sys.stdout.buffer.flush()
     else:
-        _write_private(Path(target).expanduser(), data)
-        sys.stderr.write(f"exported {len(doc['memories']):,} memories to {target}\n")
+        how = outfile.write(Path(target).expanduser(), data, follow_symlinks=args.follow_symlinks)
+        verb = "wrote" if how == "stream" else "exported"
+        sys.stderr.write(f"{verb} {len(doc['memories']):,} memories to {target}\n")
     return EXIT_OK
-
-
-def _write_private(path: Path, data: bytes) -> None:
-    """Write `data` to `path` mode 0600, atomically: a crash leaves the old file or the new."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 async def _import(args: argparse.Namespace, settings: Settings) -> int:
@@ -463,15 +452,22 @@ async def _seed(args: argparse.Namespace, settings: Settings) -> int:
         namespace = Settings.from_env(cwd=str(root)).namespace if args.path else (
             settings.namespace)
     async with await _open(settings) as service:
-        added = await service.seed_from_project(root, namespace=namespace)
+        result = await service.seed_from_project(root, namespace=namespace)
+    added = result.added
     rows = [(r.memory.id, str(r.memory.metadata.get("source", "")),
              str(r.memory.metadata.get("section", ""))) for r in added]
     if args.json:
         _out(render.dumps({
             "path": str(root), "namespace": namespace,
             "added": [{"id": i, "source": s, "section": h} for i, s, h in rows],
+            "skipped": [{"source": s, "reason": r} for s, r in result.skipped],
+            "cut": [{"source": s, "reason": r} for s, r in result.cut],
         }))
         return EXIT_OK
+    for source, reason in result.skipped:
+        _out(f"skipped {source}: {reason}")
+    for source, reason in result.cut:
+        _out(f"cut {source}: {reason}")
     if not seeding.project_files(root):
         _out(f"nothing to seed: no CLAUDE.md, README.md or docs/*.md in {root}")
     elif not added:

@@ -280,3 +280,13 @@ class Scope:
     namespaces: tuple[str, ...]
     memory_type: MemoryType | None = None
     tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SeedResult:
+    """What `seed` stored, the files it did not read and those it read only in part
+    (each as source, reason)."""
+
+    added: list[AddResult]
+    skipped: list[tuple[str, str]]
+    cut: list[tuple[str, str]]

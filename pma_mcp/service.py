@@ -8,13 +8,14 @@ inside those namespaces only.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from pma_mcp import collector, graph, lexicon, retrieval, transfer, validation
+from pma_mcp import collector, graph, lexicon, redact, retrieval, transfer, validation
 from pma_mcp.budget import TokenCounter, default_counter, pack
 from pma_mcp.config import GLOBAL_NAMESPACE, Settings
 from pma_mcp.errors import Ambiguous, InvalidInput, NotFound
@@ -35,6 +36,7 @@ from pma_mcp.models import (
     Related,
     Scope,
     ScoredMemory,
+    SeedResult,
     Stats,
     TierStats,
     to_datetime,
@@ -152,6 +154,7 @@ class MemoryService:
             session_id=session_id,
             supersedes=supersedes,
         )
+        new = self._scrubbed(new)
         old = None
         if new.supersedes is not None:
             old = await self._resolve(new.supersedes, self._visible(new.namespace), "supersedes")
@@ -489,7 +492,8 @@ class MemoryService:
         """
         override = None if namespace is None else validation.namespace(namespace)
         records = transfer.records_of(doc)
-        memories = [transfer.from_record(r, i, override) for i, r in enumerate(records, 1)]
+        memories = [transfer.from_record(r, i, override, scrub=self._scrub)
+                    for i, r in enumerate(records, 1)]
         _refuse_repeated_ids(memories)
         total = len(memories)
         stored = await self.repo.insert_many(
@@ -573,8 +577,11 @@ class MemoryService:
 
     async def seed_from_project(
         self, path: str | Path, *, namespace: str | None = None
-    ) -> list[AddResult]:
-        """Semantic memories from CLAUDE.md, README.md and docs/*.md; re-running adds nothing."""
+    ) -> SeedResult:
+        """Semantic memories from CLAUDE.md, README.md and docs/*.md; re-running adds nothing.
+
+        Files outside the project's real path, non-regular files and the part of a file past
+        the read cap are left out; `skipped` says which and why."""
         root = Path(path).expanduser().resolve()
         if not root.is_dir():
             raise InvalidInput("path", f"{root} is not a directory")
@@ -582,8 +589,9 @@ class MemoryService:
         added: list[AddResult] = []
         from pma_mcp import seeding  # only this command reads project docs
 
-        for section in seeding.read_sections(root):
-            if await self.repo.has_content(own, transfer.content_hash(section.text)):
+        read = seeding.read_sections(root)
+        for section in read.sections:
+            if await self.repo.has_content(own, transfer.content_hash(self._scrub(section.text))):
                 continue
             added.append(await self.add(
                 section.text, importance=0.6, memory_type=MemoryType.SEMANTIC,
@@ -591,9 +599,18 @@ class MemoryService:
                                                  "section": section.heading},
                 namespace=own,
             ))
-        return added
+        return SeedResult(added=added, skipped=[(s.source, s.reason) for s in read.skipped],
+                          cut=[(s.source, s.reason) for s in read.cut])
 
     # ------------------------------------------------------------- internals
+
+    def _scrub(self, text: str) -> str:
+        """Text on its way into the store, from any source: `redact.scrub` (PMA_REDACT)."""
+        return redact.scrub(text) if self.settings.redact else text
+
+    def _scrubbed(self, new: NewMemory) -> NewMemory:
+        return dataclasses.replace(new, content=self._scrub(new.content),
+                                   metadata=redact.scrub_values(new.metadata, self._scrub))
 
     def _scope(
         self, namespace: str | None, include_global: bool, memory_type: object, tags: object

@@ -10,14 +10,17 @@ bad file is refused with the record number and field at fault.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import math
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from pma_mcp import validation
 from pma_mcp.errors import InvalidInput
 from pma_mcp.models import Memory
+from pma_mcp.redact import scrub_values
 
 FORMAT = "pma-mcp-export"
 VERSION = 1
@@ -73,12 +76,27 @@ def records_of(doc: object) -> list[object]:
     return list(memories)
 
 
-def from_record(record: object, index: int, namespace: str | None = None) -> Memory:
-    """A memory from record number `index` (1-based in messages); `namespace` overrides."""
+def from_record(
+    record: object,
+    index: int,
+    namespace: str | None = None,
+    *,
+    scrub: Callable[[str], str] | None = None,
+) -> Memory:
+    """A memory from record number `index` (1-based in messages); `namespace` overrides.
+
+    `scrub` cleans the content and metadata strings before anything is hashed or stored
+    (`redact.scrub`: an export from a store kept with PMA_REDACT=0 loses its secrets here).
+    """
     try:
-        return _from_record(record, namespace)
+        memory = _from_record(record, namespace)
     except InvalidInput as exc:
         raise InvalidInput(f"record {index}, field {exc.field!r}", _message(exc)) from None
+    if scrub is None:
+        return memory
+    content = scrub(memory.content)
+    return dataclasses.replace(memory, content=content, content_hash=content_hash(content),
+                               metadata=scrub_values(memory.metadata, scrub))
 
 
 def _message(exc: InvalidInput) -> str:

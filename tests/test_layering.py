@@ -16,7 +16,7 @@ SHARED = {"models", "errors", "config", "__init__"}
 LAYERS: dict[str, float] = {
     "__main__": 6, "cli": 5,
     "server": 4, "hooks": 4, "commands": 4,
-    "render": 3.5, "schemas": 3.5,
+    "render": 3.5, "schemas": 3.5, "outfile": 3.5,
     "service": 3,
     "retrieval": 2, "collector": 2, "budget": 2, "graph": 2, "consolidate": 2,
     "repair": 2.5,
@@ -25,7 +25,7 @@ LAYERS: dict[str, float] = {
     "base": 2.2, "claude_code": 2.2, "claude_mem": 2.2, "mcp_memory": 2.2, "mem0": 2.2,
     "scoring": 1.5, "validation": 1.5, "redact": 1.5, "transcript": 1.5,
     "repository": 1,
-    "lexicon": 0.5, "bm25": 0.5,
+    "lexicon": 0.5, "bm25": 0.5, "secret_rules": 0.5,
     "db": 0,
 }
 

@@ -202,7 +202,7 @@ CASES = [
         "client-secret",
         "OAUTH_CLIENT_SECRET={s} ./run.sh",
         "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",
-        "secret",
+        "google_client_secret",
     ),
     Case(
         "django-secret-hex",
@@ -220,7 +220,7 @@ CASES = [
         "access-token-query",
         "GET https://api.example.com/v1/me?access_token={s}&alt=json",
         "ya29.a0AfH6SMBx3kdT9Qz8LmN2pR7tV1wX3yZ5aB6cD8eF0gH2",
-        "token",
+        "google_oauth_token",
     ),
     Case(
         "python-api-key",
@@ -399,6 +399,27 @@ NEGATIVES = [
     "Use sk-learn? No, scikit-learn is the package name.",
     "The quick brown fox jumps over the lazy dog.",
     "",
+    # Ordinary coding talk: hashes, UUIDs, base64 and public keys without a secret word stay.
+    "Commit 3f9a2b7c1d4e5f60718293a4b5c6d7e8f9012345 fixed it; see also a1b2c3d.",
+    "sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+    "The request id was 6f1c2e9a-4b7d-4e2a-9c3f-1a2b3c4d5e6f and it timed out.",
+    "img = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk'",
+    "base64.b64encode(b'hello world') gives aGVsbG8gd29ybGQ=",
+    "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl u@host",
+    "docker run -p 8080:80 -u 1000:1000 nginx:1.25",
+    "mysql -u root -p mydb   # prompts for the password",
+    "Use `git push -u origin feature/login` and `ps -u root`.",
+    "token = tokenizer.encode(text)[0]",
+    "pk = models.AutoField(primary_key=True)",
+    "jwt.decode(token, key, algorithms=['HS256'])",
+    "secret_name = 'prod/db/credentials'",
+    "token_type: bearer\nexpires_in: 3600",
+    "2024-05-01 10:00:00:123 INFO starting worker",
+    "curl -u $USER:$TOKEN https://api.example.com",
+    "http://localhost:8080/users/@alice is the profile page",
+    "The password is stored in the keychain.",
+    "password: must be rotated quarterly; see the runbook.",
+    "I went to the shop: the key was under the mat.",
 ]
 
 

@@ -91,14 +91,14 @@ async def test_seed_from_project_docs_is_idempotent(
     (project / "docs" / "ops.md").write_text(
         "# Ops\n\n## Deploys\n\nDeploys happen every Tuesday through the release pipeline.\n"
     )
-    added = await service.seed_from_project(project)
+    added = (await service.seed_from_project(project)).added
     sections = {r.memory.metadata["section"] for r in added}
     assert sections == {"Acme API", "Acme API > Setup", "CLAUDE.md", "Ops > Deploys"}
     assert all(r.memory.memory_type == MemoryType.SEMANTIC for r in added)
     assert all("seed" in r.memory.tags for r in added)
     setup = next(r.memory for r in added if r.memory.metadata["section"] == "Acme API > Setup")
     assert "not a heading inside a fence" in setup.content
-    assert await service.seed_from_project(project) == []
+    assert (await service.seed_from_project(project)).added == []
     assert await service.repo.count() == 4
     with pytest.raises(InvalidInput, match="not a directory"):
         await service.seed_from_project(tmp_path / "missing")
