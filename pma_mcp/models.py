@@ -123,7 +123,8 @@ class ContextPack:
 
 
 LineageEventKind = Literal[
-    "created", "accessed", "promote", "demote", "archive", "merge", "supersede", "deleted"
+    "created", "accessed", "promote", "demote", "archive", "merge", "supersede", "deleted",
+    "edited",
 ]
 
 
@@ -259,3 +260,23 @@ class Scope:
     namespaces: tuple[str, ...]
     memory_type: MemoryType | None = None
     tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryEdit:
+    """A validated in-place edit (see `validation.memory_edit`); None leaves a field as is."""
+
+    content: str | None = None
+    importance: float | None = None
+    memory_type: MemoryType | None = None
+    tags: list[str] | None = None
+    linked_entities: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class UpdateResult:
+    """The memory after an edit, and the names of the fields that changed (none: a no-op)."""
+
+    memory: Memory
+    changed: list[str]

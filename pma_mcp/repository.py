@@ -31,7 +31,7 @@ import aiosqlite
 
 from pma_mcp import db
 from pma_mcp.config import Weights
-from pma_mcp.errors import StorageError
+from pma_mcp.errors import InvalidInput, NotFound, StorageError
 from pma_mcp.lexicon import speaker_of
 from pma_mcp.models import (
     GCDecision,
@@ -245,6 +245,10 @@ def _memory(row: sqlite3.Row) -> Memory:
     )
 
 
+def _editable(m: Memory) -> tuple[object, ...]:
+    return (m.content, m.importance, m.memory_type, m.tags, m.linked_entities, m.metadata)
+
+
 def _labels_text(tags: Iterable[str], entities: Iterable[str]) -> str:
     return " ".join([*tags, *entities])
 
@@ -402,6 +406,61 @@ class Repository:
     async def delete(self, memory: Memory, now: float, reason: str) -> None:
         async with self._write() as conn:
             await self._delete(conn, memory, now, reason)
+
+    async def edit(self, old: Memory, new: Memory, now: float, reason: str) -> Memory:
+        """Rewrite `old`'s editable fields as `new`'s in one transaction, keeping its id.
+
+        The label rows, the FTS row (content and labels), term counts, the speaker and the
+        `context` column of its session neighbours follow, and an `edited` lineage event is
+        written. Refused if the memory changed or went since `old` was read (another process),
+        or if the new content is another memory's in the namespace.
+        """
+        async with self._write() as conn:
+            row = f"SELECT {_COLUMNS} FROM memories m WHERE seq = ?"
+            current = await self._fetch_one(conn, row, (old.seq,))
+            if current is None or current.id != old.id:
+                raise NotFound(f"memory {old.id} was deleted meanwhile; nothing was edited")
+            if _editable(current) != _editable(old):
+                raise StorageError(f"memory {old.id} was changed by another writer meanwhile; "
+                                   "nothing was edited: read it again and retry")
+            if new.content_hash != old.content_hash:
+                async with conn.execute(
+                    "SELECT id FROM memories WHERE namespace = ? AND content_hash = ? "
+                    "AND seq != ?", (old.namespace, new.content_hash, old.seq),
+                ) as cur:
+                    clash = await cur.fetchone()
+                if clash is not None:
+                    raise InvalidInput("content", f"is already stored as memory {clash[0]}; "
+                                       "edit or forget that one instead")
+            await conn.execute(
+                "UPDATE memories SET content = ?, content_hash = ?, token_count = ?, "
+                "speaker = ?, importance = ?, memory_type = ?, tags = ?, linked_entities = ?, "
+                "metadata = ? WHERE seq = ?",
+                (new.content, new.content_hash, new.token_count, speaker_of(new.content),
+                 new.importance, new.memory_type.value, json.dumps(new.tags),
+                 json.dumps(new.linked_entities), json.dumps(new.metadata), old.seq),
+            )
+            await conn.execute("DELETE FROM memory_labels WHERE seq = ?", (old.seq,))
+            await self._write_labels(conn, old.seq, new.tags, new.linked_entities)
+            await conn.execute(
+                "UPDATE memory_fts SET content = ?, labels = ? WHERE rowid = ?",
+                (new.content, _labels_text(new.tags, new.linked_entities), old.seq),
+            )
+            if new.content != old.content:
+                await self._count_terms(conn, old.content, -1)
+                await self._count_terms(conn, new.content, +1)
+                around = await self._neighbours(conn, old.namespace, old.session_id, old.seq)
+                await self._refresh_context(conn, old.namespace, old.session_id,
+                                            [s for s, _ in around])
+            moved = new.memory_type != old.memory_type
+            await self._lineage(
+                conn, old.id, old.namespace, "edited", now,
+                from_tier=old.memory_type if moved else None,
+                to_tier=new.memory_type if moved else None, reason=reason,
+            )
+            edited = await self._fetch_one(conn, row, (old.seq,))
+        assert edited is not None
+        return edited
 
     async def apply_gc(
         self,

@@ -42,6 +42,7 @@ from pma_mcp.schemas import (
     RelatedOut,
     StatsOut,
     StoredMemory,
+    UpdatedOut,
     context_text,
 )
 from pma_mcp.service import MAX_LIMIT, MAX_QUERY_CHARS, MAX_TOKEN_BUDGET, Clock, MemoryService
@@ -72,7 +73,8 @@ preferences that must never be lost; 0.6-0.8 decisions and facts; 0.3-0.5 routin
 Use memory_type "semantic" for lasting facts and rules, "episodic" (default) for what happened, \
 "working" for notes only this task needs. Add tags and linked_entities (files, modules, people) \
 so related can find it. Rules for every project: namespace="default".
-- A stored memory is wrong: remember the correction with supersedes=<old id>, or forget it.
+- A stored memory is wrong: remember the correction with supersedes=<old id>, or forget it; \
+for a small fix (wording, importance, tier, tags) call update on it.
 - related lists what is known about a file, module or person; inspect explains a score and \
 what the garbage collector will do to a memory.
 - Maintenance: memory_stats; if gc_pressure is high, gc_preview then gc_run.
@@ -367,6 +369,33 @@ def _add_tools(app: MCPServer[Any], rt: _Runtime) -> None:
         project's namespace and the global one can be deleted. Its lineage is kept.
         """
         return Forgotten.model_validate(await rt.service.delete(memory_id))
+
+    @_tool(app, rt, "update", "Edit a memory",
+           _annotations(read_only=False, destructive=False, idempotent=True))
+    async def update(
+        memory_id: MemoryId,
+        content: Annotated[Content | None, Field(description="New text (replaces the old)")]
+        = None,
+        importance: Annotated[Importance | None, Field(description="New importance")] = None,
+        memory_type: Annotated[Tier | None, Field(description="Move to this tier")] = None,
+        tags: Annotated[Tags | None, Field(description="New tags (replace the old)")] = None,
+        linked_entities: Annotated[
+            Entities | None, Field(description="New linked entities (replace the old)")
+        ] = None,
+        metadata: Annotated[Metadata | None, Field(description="New metadata (replaces)")]
+        = None,
+    ) -> UpdatedOut:
+        """Use when a stored memory needs a small fix that keeps it the same memory: a typo,
+        a sharper wording, a better importance, tier, tags or entities. Edits it in place
+        (same id, access history kept; the change is recorded in lineage); give only the
+        fields to change. For a memory that became wrong, remember the correction with
+        supersedes instead, so the old statement stays on record.
+        """
+        done = await rt.service.update(
+            memory_id, content=content, importance=importance, memory_type=memory_type,
+            tags=tags, linked_entities=linked_entities, metadata=metadata,
+        )
+        return UpdatedOut.of(done)
 
     @_tool(app, rt, "load_context", "Load context", READ_ONLY)
     async def load_context(

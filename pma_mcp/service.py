@@ -14,7 +14,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from pma_mcp import collector, graph, lexicon, retrieval, transfer, validation
+from pma_mcp import collector, editing, graph, lexicon, retrieval, transfer, validation
 from pma_mcp.budget import TokenCounter, default_counter, pack
 from pma_mcp.config import GLOBAL_NAMESPACE, Settings
 from pma_mcp.errors import Ambiguous, InvalidInput, NotFound
@@ -34,6 +34,7 @@ from pma_mcp.models import (
     ScoredMemory,
     Stats,
     TierStats,
+    UpdateResult,
     to_datetime,
 )
 from pma_mcp.repository import Repository
@@ -175,6 +176,37 @@ class MemoryService:
         await self.repo.delete(memory, self._clock(), reason="forgotten on request")
         return DeleteResult(deleted_id=memory.id,
                             content_preview=lexicon.preview(memory.content, PREVIEW_CHARS))
+
+    async def update(
+        self,
+        memory_id: object,
+        *,
+        content: object = None,
+        importance: object = None,
+        memory_type: object = None,
+        tags: object = None,
+        linked_entities: object = None,
+        metadata: object = None,
+        namespace: str | None = None,
+    ) -> UpdateResult:
+        """Edit a memory in place (same id), validated as `add` validates; None = unchanged.
+
+        Content, tags and entities are replaced whole. An edit that changes nothing writes
+        nothing (so repeating one is harmless); otherwise lineage gets an `edited` event.
+        """
+        edit = validation.memory_edit(
+            content=content, importance_=importance, memory_type_=memory_type, tags=tags,
+            linked_entities=linked_entities, metadata_=metadata,
+        )
+        memory = await self._resolve(memory_id, self._visible(namespace))
+        new = editing.applied(memory, edit, count_tokens=self.counter.count,
+                              content_hash=transfer.content_hash)
+        changed = editing.changed_fields(memory, new)
+        if not changed:
+            return UpdateResult(memory=memory, changed=[])
+        stored = await self.repo.edit(memory, new, self._clock(),
+                                      editing.describe(memory, new, changed))
+        return UpdateResult(memory=stored, changed=changed)
 
     # ------------------------------------------------------------------ read
 

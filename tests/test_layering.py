@@ -19,7 +19,7 @@ LAYERS: dict[str, float] = {
     "render": 3.5, "schemas": 3.5,
     "service": 3,
     "retrieval": 2, "collector": 2, "budget": 2, "graph": 2, "consolidate": 2,
-    "transfer": 2, "seeding": 2,
+    "transfer": 2, "seeding": 2, "editing": 2,
     "scoring": 1.5, "validation": 1.5, "redact": 1.5, "transcript": 1.5,
     "repository": 1,
     "lexicon": 0.5,

@@ -32,6 +32,8 @@ TOOLS = {
     "recall": ["query", "limit", "memory_type", "tags", "namespace", "min_score",
                "include_global"],
     "forget": ["memory_id"],
+    "update": ["memory_id", "content", "importance", "memory_type", "tags", "linked_entities",
+               "metadata"],
     "load_context": ["query", "token_budget", "namespace", "include_global"],
     "inspect": ["memory_id", "query"],
     "gc_preview": ["namespace"],
