@@ -280,3 +280,49 @@ class UpdateResult:
 
     memory: Memory
     changed: list[str]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Browse:
+    """Filters of a memory listing (the UI's); None or empty means any."""
+
+    namespace: str
+    memory_type: MemoryType | None = None
+    tag: str | None = None
+    entity: str | None = None
+    source: str | None = None
+    since: float | None = None
+    until: float | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class Page:
+    """One page of a listing, newest first; `next_before` continues it (None: the last)."""
+
+    memories: list[Memory]
+    next_before: int | None
+
+
+@dataclass(slots=True, kw_only=True)
+class TierUse:
+    tier: MemoryType
+    count: int
+    tokens: int
+    capacity: int | None
+
+
+@dataclass(slots=True, kw_only=True)
+class Overview:
+    """A namespace at a glance, from bounded queries (no full pass over its memories).
+
+    `gc_changes` is what the next bounded GC pass over `gc_window` memories would change;
+    `per_day` holds (UTC day start, memories created that day) for days with any.
+    """
+
+    namespace: str
+    total: int
+    tiers: list[TierUse]
+    auto_saved: int
+    gc_window: int
+    gc_changes: int
+    per_day: list[tuple[float, int]]

@@ -34,6 +34,7 @@ from pma_mcp.config import Weights
 from pma_mcp.errors import InvalidInput, NotFound, StorageError
 from pma_mcp.lexicon import speaker_of
 from pma_mcp.models import (
+    Browse,
     GCDecision,
     LineageEvent,
     Memory,
@@ -716,6 +717,51 @@ class Repository:
             "ORDER BY m.importance DESC, m.seq DESC LIMIT ?"
         )
         return await self._fetch_all(self._conn, sql, (value, *namespaces, limit))
+
+    async def browse(self, where: Browse, before_seq: int | None, limit: int) -> list[Memory]:
+        """Up to `limit` memories matching `where`, newest first, below `before_seq` (keyset
+        pagination: a page costs the same at any depth)."""
+        parts: list[str] = ["m.namespace = ?"]
+        params: list[Any] = [where.namespace]
+        if before_seq is not None:
+            parts.append("m.seq < ?")
+            params.append(before_seq)
+        if where.memory_type is not None:
+            parts.append("m.memory_type = ?")
+            params.append(where.memory_type.value)
+        for kind, value in (("tag", where.tag), ("entity", where.entity)):
+            if value:
+                parts.append("EXISTS (SELECT 1 FROM memory_labels l WHERE l.seq = m.seq "
+                             "AND l.kind = ? AND l.value = ?)")
+                params.extend((kind, value))
+        if where.source:
+            parts.append("json_extract(m.metadata, '$.source') = ?")
+            params.append(where.source)
+        if where.since is not None:
+            parts.append("m.created_at >= ?")
+            params.append(where.since)
+        if where.until is not None:
+            parts.append("m.created_at < ?")
+            params.append(where.until)
+        sql = (f"SELECT {_COLUMNS} FROM memories m WHERE {' AND '.join(parts)} "
+               "ORDER BY m.seq DESC LIMIT ?")
+        return await self._fetch_all(self._conn, sql, (*params, limit))
+
+    async def per_day(self, namespace: str) -> list[tuple[float, int]]:
+        """(UTC day start, memories created that day), oldest first; one row per day."""
+        async with self._conn.execute(
+            "SELECT CAST(created_at / 86400 AS INTEGER) * 86400.0 AS day, count(*) "
+            "FROM memories WHERE namespace = ? GROUP BY day ORDER BY day", (namespace,),
+        ) as cur:
+            return [(float(d), int(n)) for d, n in await cur.fetchall()]
+
+    async def tagged_count(self, namespace: str, tag: str) -> int:
+        async with self._conn.execute(
+            "SELECT count(*) FROM memory_labels l JOIN memories m ON m.seq = l.seq "
+            "WHERE l.value = ? AND l.kind = 'tag' AND m.namespace = ?", (tag, namespace),
+        ) as cur:
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
 
     async def lineage(self, memory_id: str) -> list[LineageEvent]:
         async with self._conn.execute(

@@ -20,6 +20,7 @@ from pma_mcp.config import GLOBAL_NAMESPACE, Settings
 from pma_mcp.errors import Ambiguous, InvalidInput, NotFound
 from pma_mcp.models import (
     AddResult,
+    Browse,
     ContextPack,
     DeleteResult,
     GCPreview,
@@ -29,11 +30,14 @@ from pma_mcp.models import (
     Memory,
     MemoryType,
     MergePair,
+    Overview,
+    Page,
     Related,
     Scope,
     ScoredMemory,
     Stats,
     TierStats,
+    TierUse,
     UpdateResult,
     to_datetime,
 )
@@ -46,6 +50,11 @@ MAX_LIMIT = 50
 MAX_QUERY_CHARS = 10_000
 MAX_TOKEN_BUDGET = 1_000_000
 PREVIEW_CHARS = 120
+MAX_PAGE = 200
+OVERVIEW_GC_WINDOW = 500
+"""The overview shows GC pressure over the next window of a bounded pass, not a full one."""
+AUTO_SAVED_TAG = "auto-saved"
+"""The tag the Claude Code hooks give what they save (hooks.AUTO_TAGS)."""
 INJECTION_RECORD_DAYS = 7
 """How long a session's injection record is kept (sessions are rarely resumed later)."""
 
@@ -521,6 +530,41 @@ class MemoryService:
                 namespace=own,
             ))
         return added
+
+    # ------------------------------------------------------------- browsing
+
+    async def namespaces(self) -> list[str]:
+        """Every namespace holding memories (the local browser's picker)."""
+        return await self.repo.namespaces()
+
+    async def browse(
+        self, where: Browse, *, before: int | None = None, limit: object = 50
+    ) -> Page:
+        """One page of `where.namespace`'s memories, newest first; nothing is touched."""
+        size = _bounded_int("limit", limit, 1, MAX_PAGE)
+        found = await self.repo.browse(where, before, size + 1)
+        more = len(found) > size
+        page = found[:size]
+        return Page(memories=page, next_before=page[-1].seq if more and page else None)
+
+    async def overview(self, *, namespace: str | None = None,
+                       gc_window: int = OVERVIEW_GC_WINDOW) -> Overview:
+        """Tier use against capacity, auto-saved count, memories per day and the changes the
+        next bounded GC pass would make: all bounded, whatever the namespace's size."""
+        own = self._own(namespace)
+        totals = await self.repo.tier_tokens(own)
+        tiers = [TierUse(tier=t, count=totals.get(t, (0, 0))[0], tokens=totals.get(t, (0, 0))[1],
+                         capacity=collector.TIER_CAPACITY.get(t)) for t in MemoryType]
+        plan = await self.gc_preview(namespace=own, max_memories=gc_window)
+        return Overview(
+            namespace=own,
+            total=sum(t.count for t in tiers),
+            tiers=tiers,
+            auto_saved=await self.repo.tagged_count(own, AUTO_SAVED_TAG),
+            gc_window=gc_window,
+            gc_changes=len(plan.changes()),
+            per_day=await self.repo.per_day(own),
+        )
 
     # ------------------------------------------------------------- internals
 

@@ -15,7 +15,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "pma_mcp"
 SHARED = {"models", "errors", "config", "__init__"}
 LAYERS: dict[str, float] = {
     "__main__": 6, "cli": 5,
-    "server": 4, "hooks": 4, "commands": 4,
+    "server": 4, "hooks": 4, "commands": 4, "ui": 4, "web": 4,
+    "guard": 3.5, "pages": 3.5, "mcp_app": 3.5,
     "render": 3.5, "schemas": 3.5,
     "service": 3,
     "retrieval": 2, "collector": 2, "budget": 2, "graph": 2, "consolidate": 2,
