@@ -36,12 +36,22 @@ def local_imports(path: Path) -> set[str]:
             if node.module == "pma_mcp":
                 found.update(alias.name for alias in node.names)
             elif node.module.startswith("pma_mcp."):
-                found.add(node.module.split(".")[1])
+                found.update(_targets(node.module.split("."), [a.name for a in node.names]))
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.startswith("pma_mcp."):
                     found.add(alias.name.split(".")[1])
     return found
+
+
+def _targets(parts: list[str], names: list[str]) -> list[str]:
+    """Modules named by `from pma_mcp.X[.Y] import names`; inside a sub-package (pma_mcp/ui/)
+    each module is a layer of its own."""
+    if len(parts) > 2:
+        return [parts[-1]]
+    if (PACKAGE / parts[1]).is_dir():
+        return names
+    return [parts[1]]
 
 
 def modules() -> dict[str, Path]:

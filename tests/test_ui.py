@@ -220,8 +220,9 @@ def test_keyset_pages_cover_everything_once(server: Running) -> None:
 def test_search_shows_the_four_weighted_parts(server: Running, ids: dict[str, str]) -> None:
     body = request(server, "GET", "/memories?" + urlencode({"q": "SQLite WAL store"})).body
     assert ids["decision"][:10] in body
-    composite, parts = re.search(
-        r"<b>([0-9.]+)</b> = <span class=\"muted parts\">([^<]+)</span>", body).groups()
+    found = re.search(r"<b>([0-9.]+)</b> = <span class=\"muted parts\">([^<]+)</span>", body)
+    assert found is not None
+    composite, parts = found.groups()
     numbers = [float(p) for p in parts.split(" + ")]
     assert len(numbers) == 4 and numbers[0] > 0
     assert abs(sum(numbers) - float(composite)) < 0.003

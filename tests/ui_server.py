@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,8 +66,10 @@ def ui_server(db: Path, namespace: str = PROJECT) -> Iterator[Running]:
 def seed_store(db: Path, namespace: str = PROJECT) -> dict[str, str]:
     """A small store over three weeks: decisions, rules, auto-saved exchanges, a hostile one.
 
-    Returns ids by role ("decision", "xss", "old_note", ...)."""
-    return asyncio.run(_seed(db, namespace))
+    Returns ids by role ("decision", "xss", "old_note", ...). Runs in a thread of its own:
+    Playwright's sync API keeps an event loop running in the test's thread."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, _seed(db, namespace)).result()
 
 
 async def _seed(db: Path, namespace: str) -> dict[str, str]:

@@ -216,7 +216,7 @@ def search_results(namespace: str, namespaces: Sequence[str], results: Sequence[
     legend = " ".join(f'<span style="color:{COLOURS[p]}">■ {p} × {w:g}</span>'
                       for p, w in zip(PARTS, _weights(weights), strict=True))
     rows = "".join(
-        f'<tr><td>{i}</td><td><a href="{e(url("/memory/" + r.memory.id, ns=r.memory.namespace))}">'
+        f'<tr><td>{i}</td><td><a href="{e(_scored_link(r, values))}">'
         f"<code>{e(r.memory.id[:10])}</code></a></td><td>{parts_bar(r, weights)}</td>"
         f"<td class=tier>{e(r.memory.memory_type.value)}</td>"
         f"<td class=text>{e(preview(r.memory.content, PREVIEW_CHARS))}</td></tr>"
@@ -226,6 +226,11 @@ def search_results(namespace: str, namespaces: Sequence[str], results: Sequence[
              if rows else "<p class=muted>Nothing matched.</p>")
     return layout(f"Search in {namespace}", filter_form(namespace, values) + table, namespace,
                   namespaces)
+
+
+def _scored_link(r: ScoredMemory, values: Mapping[str, str]) -> str:
+    """The memory's page, scored against the same query (so semantic is not zero)."""
+    return url("/memory/" + r.memory.id, ns=r.memory.namespace, q=values.get("q"))
 
 
 def _weights(w: Weights) -> tuple[float, float, float, float]:

@@ -193,7 +193,8 @@ class _Views:
         note = request.query_params.get("note")
         names = await service.namespaces()
         try:
-            result = await service.inspect(memory_id, namespace=ns)
+            result = await service.inspect(memory_id, namespace=ns,
+                                           query=request.query_params.get("q") or None)
         except NotFound:
             events = await service.lineage_of(memory_id, namespace=ns)
             return HTMLResponse(pages.deleted_page(memory_id, events, ns, names, note))
