@@ -23,6 +23,7 @@ from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 import anyio
 from mcp import MCPError
 from mcp.server import MCPServer
+from mcp.server.apps import Apps
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.types import INVALID_PARAMS, ToolAnnotations
 from pydantic import Field
@@ -46,6 +47,7 @@ from pma_mcp.schemas import (
     context_text,
 )
 from pma_mcp.service import MAX_LIMIT, MAX_QUERY_CHARS, MAX_TOKEN_BUDGET, Clock, MemoryService
+from pma_mcp.ui import mcp_app
 from pma_mcp.validation import (
     MAX_CONTENT_CHARS,
     MAX_ID_CHARS,
@@ -240,11 +242,24 @@ def build_server(
         version=__version__,
         lifespan=rt.lifespan,
         log_level=settings.log_level,
+        extensions=[_apps(settings)],
     )
     _add_tools(app, rt)
     _add_resources(app, rt)
     _add_prompts(app, rt)
     return app
+
+
+def _apps(settings: Settings) -> Apps:
+    """MCP Apps: the `ui://` view recall and inspect link to (clients without app support
+    ignore it and read the same results as before)."""
+    apps = Apps()
+    apps.add_html_resource(
+        mcp_app.APP_URI, mcp_app.document(settings.weights), name="memory-view",
+        title="Memory view", description="Recall results with their score parts; one "
+        "memory's breakdown, GC prediction and lineage", prefers_border=True,
+    )
+    return apps
 
 
 P = ParamSpec("P")
@@ -267,7 +282,12 @@ READ_ONLY = _annotations(read_only=True)
 
 
 def _tool(
-    app: MCPServer[Any], rt: _Runtime, name: str, title: str, annotations: ToolAnnotations
+    app: MCPServer[Any],
+    rt: _Runtime,
+    name: str,
+    title: str,
+    annotations: ToolAnnotations,
+    meta: dict[str, Any] | None = None,
 ) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
     """Register `fn` as tool `name`: one call at a time, errors turned into messages an
     agent can act on."""
@@ -293,6 +313,7 @@ def _tool(
             title=title,
             description=" ".join((fn.__doc__ or "").split()),  # one paragraph, unwrapped
             annotations=annotations,
+            meta=meta,
         )
         return call
 
@@ -330,7 +351,7 @@ def _add_tools(app: MCPServer[Any], rt: _Runtime) -> None:
         )
         return StoredMemory.of(added)
 
-    @_tool(app, rt, "recall", "Recall memories", READ_ONLY)
+    @_tool(app, rt, "recall", "Recall memories", READ_ONLY, mcp_app.tool_meta())
     async def recall(
         query: Query,
         limit: Annotated[
@@ -418,7 +439,7 @@ def _add_tools(app: MCPServer[Any], rt: _Runtime) -> None:
         )
         return ContextResult.of(pack, namespace or rt.settings.namespace)
 
-    @_tool(app, rt, "inspect", "Inspect a memory", READ_ONLY)
+    @_tool(app, rt, "inspect", "Inspect a memory", READ_ONLY, mcp_app.tool_meta())
     async def inspect_memory(
         memory_id: MemoryId,
         query: Annotated[

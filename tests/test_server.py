@@ -429,7 +429,8 @@ async def test_resources_stats_and_memory_by_id(app: MCPServer[Any], mode: Mode)
     async with connect(app, mode) as client:
         m = await remember(client, "Resource readable note")
         listed = await client.list_resources()
-        assert [str(r.uri) for r in listed.resources] == ["memory://stats"]
+        assert [str(r.uri) for r in listed.resources] == ["ui://pma/memory-view.html",
+                                                          "memory://stats"]
         templates = await client.list_resource_templates()
         assert [t.uri_template for t in templates.resource_templates] == ["memory://{id}"]
 

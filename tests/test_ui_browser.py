@@ -6,7 +6,9 @@ The run saves the screenshots docs/UI.md shows (docs/ui/*.png).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -158,3 +160,62 @@ def test_gc_preview_then_apply(page: Page, server: Running, ids: dict[str, str])
     assert page.inner_text("[role=status]").startswith("Applied:")
     page.goto(memory_url(server, ids["old_note"]))
     assert "demote" in page.inner_text("ol.timeline")
+
+
+def _recall_result(db: Path, query: str) -> dict[str, object]:
+    """recall's structuredContent for `query` over the store, as the MCP server returns it."""
+    from pma_mcp.config import Settings
+    from pma_mcp.schemas import RecallResult
+    from pma_mcp.service import MemoryService
+
+    async def run() -> dict[str, object]:
+        async with await MemoryService.open(Settings(db_path=db, namespace=PROJECT)) as svc:
+            found = await svc.search(query, touch=False)
+        return RecallResult.of(found).model_dump(mode="json")
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, run()).result()
+
+
+HOST = """<!doctype html><html><body style="margin:0">
+<iframe id="app" sandbox="allow-scripts" style="width:900px;height:560px;border:0"></iframe>
+<script>
+window.seen = [];
+window.addEventListener("message", (e) => {
+  window.seen.push(e.data);
+  if (e.data.method === "ui/initialize") {
+    e.source.postMessage({jsonrpc: "2.0", id: e.data.id, result: {}}, "*");
+  }
+});
+</script></body></html>"""
+
+
+def test_mcp_app_view_renders_a_recall_result_as_text(
+    browser: Browser, store: tuple[Path, dict[str, str]]
+) -> None:
+    """The ui:// document in a sandboxed iframe, fed a real recall result as a host would."""
+    from pma_mcp.config import Weights
+    from pma_mcp.ui.mcp_app import document
+
+    result = _recall_result(store[0], "pasted chat click SQLite")
+    context = browser.new_context(viewport={"width": 920, "height": 580})
+    try:
+        tab = context.new_page()
+        tab.set_content(HOST)
+        tab.eval_on_selector("#app", "(f, html) => { f.srcdoc = html; }", document(Weights()))
+        tab.wait_for_function(
+            "window.seen.some(m => m.method === 'ui/notifications/initialized')")
+        tab.evaluate("""(data) => document.getElementById('app').contentWindow.postMessage(
+            {jsonrpc: '2.0', method: 'ui/notifications/tool-result',
+             params: {content: [], structuredContent: data}}, '*')""", result)
+        frame = tab.frame_locator("#app")
+        items = frame.locator(".item")
+        items.first.wait_for()
+        texts = [items.nth(i).locator(".content").inner_text() for i in range(items.count())]
+        assert XSS in texts
+        assert frame.locator("script").count() == 1  # its own; the memory's stayed text
+        assert frame.locator("a, img").count() == 0
+        assert items.first.locator(".bar span").count() == 4
+        shot(tab, "mcp-app")
+    finally:
+        context.close()
