@@ -9,30 +9,14 @@ from __future__ import annotations
 import http.client
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
 
-from tests.ui_server import PROJECT, XSS, Running, seed_store, ui_server
+from tests.ui_server import PROJECT, XSS, Running, ids, server, store
 
-
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    db = tmp_path_factory.mktemp("ui") / "store.db"
-    return db, seed_store(db)
-
-
-@pytest.fixture(scope="module")
-def server(store: tuple[Path, dict[str, str]]) -> Iterator[Running]:
-    with ui_server(store[0]) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def ids(store: tuple[Path, dict[str, str]]) -> dict[str, str]:
-    return store[1]
+__all__ = ["ids", "server", "store"]  # fixtures from tests/ui_server.py
 
 
 class Reply:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser import CHROMIUM_ARGS, INSTALL_HINT, chromium_path
-from tests.ui_server import PROJECT, XSS, Running, seed_store, ui_server
+from tests.ui_server import PROJECT, XSS, Running, ids, server, store
 
 CHROMIUM = chromium_path()
 if CHROMIUM is None:
@@ -25,21 +25,7 @@ from playwright.sync_api import Browser, Dialog, Page, sync_playwright  # noqa: 
 SHOTS = Path(__file__).resolve().parents[1] / "docs" / "ui"
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    db = tmp_path_factory.mktemp("browser") / "store.db"
-    return db, seed_store(db)
-
-
-@pytest.fixture(scope="module")
-def server(store: tuple[Path, dict[str, str]]) -> Iterator[Running]:
-    with ui_server(store[0]) as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def ids(store: tuple[Path, dict[str, str]]) -> dict[str, str]:
-    return store[1]
+__all__ = ["ids", "server", "store"]  # fixtures from tests/ui_server.py
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import pytest
+
 from pma_mcp.budget import WordEstimate
 from pma_mcp.config import Settings
 from pma_mcp.service import MemoryService
@@ -110,3 +112,24 @@ async def _seed(db: Path, namespace: str) -> dict[str, str]:
 def split(url: str) -> tuple[str, str]:
     parts = urlsplit(url)
     return parts.path, parts.query
+
+
+# Module-scoped fixtures for the UI test modules (import them there): one seeded store and
+# one server per module, since the tests of a module build on each other's clicks.
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    db = tmp_path_factory.mktemp("ui") / "store.db"
+    return db, seed_store(db)
+
+
+@pytest.fixture(scope="module")
+def server(store: tuple[Path, dict[str, str]]) -> Iterator[Running]:
+    with ui_server(store[0]) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def ids(store: tuple[Path, dict[str, str]]) -> dict[str, str]:
+    return store[1]
