@@ -16,7 +16,7 @@ from typing import Any
 
 from pma_mcp import collector, editing, graph, lexicon, retrieval, transfer, validation
 from pma_mcp.budget import TokenCounter, default_counter, pack
-from pma_mcp.config import GLOBAL_NAMESPACE, Settings
+from pma_mcp.config import AUTO_SAVED_TAG, GLOBAL_NAMESPACE, Settings
 from pma_mcp.errors import Ambiguous, InvalidInput, NotFound
 from pma_mcp.models import (
     AddResult,
@@ -53,8 +53,6 @@ PREVIEW_CHARS = 120
 MAX_PAGE = 200
 OVERVIEW_GC_WINDOW = 500
 """The overview shows GC pressure over the next window of a bounded pass, not a full one."""
-AUTO_SAVED_TAG = "auto-saved"
-"""The tag the Claude Code hooks give what they save (hooks.AUTO_TAGS)."""
 INJECTION_RECORD_DAYS = 7
 """How long a session's injection record is kept (sessions are rarely resumed later)."""
 
