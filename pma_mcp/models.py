@@ -316,7 +316,8 @@ class Overview:
     """A namespace at a glance, from bounded queries (no full pass over its memories).
 
     `gc_changes` is what the next bounded GC pass over `gc_window` memories would change;
-    `per_day` holds (UTC day start, memories created that day) for days with any.
+    `created` holds (period start, memories created in it), periods of `period_days` UTC
+    days from the first memory's day to the last one's.
     """
 
     namespace: str
@@ -325,4 +326,5 @@ class Overview:
     auto_saved: int
     gc_window: int
     gc_changes: int
-    per_day: list[tuple[float, int]]
+    created: list[tuple[float, int]]
+    period_days: int

@@ -177,6 +177,13 @@ MIGRATIONS: tuple[db.Migration, ...] = (
             "WHERE col = 'content'",
         ),
     ),
+    db.Migration(
+        7,
+        "creation time per namespace: the browser's per-day chart and date filters",
+        # Index only (no data change): counting a namespace's memories per day read every
+        # row (~0.5 s at 100k); from this index it is a scan of the index alone.
+        ("CREATE INDEX memories_created ON memories(namespace, created_at)",),
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -747,13 +754,28 @@ class Repository:
                "ORDER BY m.seq DESC LIMIT ?")
         return await self._fetch_all(self._conn, sql, (*params, limit))
 
-    async def per_day(self, namespace: str) -> list[tuple[float, int]]:
-        """(UTC day start, memories created that day), oldest first; one row per day."""
+    async def created_range(self, namespace: str) -> tuple[float, float] | None:
+        """(earliest, latest) creation time in the namespace, None when it is empty."""
         async with self._conn.execute(
-            "SELECT CAST(created_at / 86400 AS INTEGER) * 86400.0 AS day, count(*) "
-            "FROM memories WHERE namespace = ? GROUP BY day ORDER BY day", (namespace,),
+            # One aggregate per subquery: SQLite then reads each end of the index only.
+            "SELECT (SELECT min(created_at) FROM memories WHERE namespace = ?), "
+            "(SELECT max(created_at) FROM memories WHERE namespace = ?)",
+            (namespace, namespace),
         ) as cur:
-            return [(float(d), int(n)) for d, n in await cur.fetchall()]
+            row = await cur.fetchone()
+        return None if row is None or row[0] is None else (float(row[0]), float(row[1]))
+
+    async def created_counts(
+        self, namespace: str, starts: Sequence[float], width: float
+    ) -> list[int]:
+        """Memories created in [start, start + width) for each start: one range count per
+        period on the (namespace, created_at) index, whatever the namespace's size."""
+        async with self._conn.execute(
+            "SELECT (SELECT count(*) FROM memories WHERE namespace = ? AND created_at >= "
+            "j.value AND created_at < j.value + ?) FROM json_each(?) AS j ORDER BY j.key",
+            (namespace, width, json.dumps(list(starts))),
+        ) as cur:
+            return [int(r[0]) for r in await cur.fetchall()]
 
     async def tagged_count(self, namespace: str, tag: str) -> int:
         async with self._conn.execute(

@@ -51,7 +51,9 @@ MAX_QUERY_CHARS = 10_000
 MAX_TOKEN_BUDGET = 1_000_000
 PREVIEW_CHARS = 120
 MAX_PAGE = 200
-OVERVIEW_GC_WINDOW = 500
+OVERVIEW_GC_WINDOW = 200
+CHART_PERIODS = 60
+DAY = 86_400.0
 """The overview shows GC pressure over the next window of a bounded pass, not a full one."""
 INJECTION_RECORD_DAYS = 7
 """How long a session's injection record is kept (sessions are rarely resumed later)."""
@@ -554,6 +556,8 @@ class MemoryService:
         tiers = [TierUse(tier=t, count=totals.get(t, (0, 0))[0], tokens=totals.get(t, (0, 0))[1],
                          capacity=collector.TIER_CAPACITY.get(t)) for t in MemoryType]
         plan = await self.gc_preview(namespace=own, max_memories=gc_window)
+        starts, days = await self._periods(own)
+        counts = await self.repo.created_counts(own, starts, days * DAY)
         return Overview(
             namespace=own,
             total=sum(t.count for t in tiers),
@@ -561,8 +565,20 @@ class MemoryService:
             auto_saved=await self.repo.tagged_count(own, AUTO_SAVED_TAG),
             gc_window=gc_window,
             gc_changes=len(plan.changes()),
-            per_day=await self.repo.per_day(own),
+            created=list(zip(starts, counts, strict=True)),
+            period_days=days,
         )
+
+    async def _periods(self, namespace: str) -> tuple[list[float], int]:
+        """Period starts covering the namespace's creation times in at most CHART_PERIODS
+        periods of whole UTC days, and the days per period."""
+        span = await self.repo.created_range(namespace)
+        if span is None:
+            return [], 1
+        first = span[0] // DAY * DAY
+        days = int((span[1] - first) // DAY) + 1
+        width = -(-days // CHART_PERIODS)
+        return [first + i * width * DAY for i in range(-(-days // width))], width
 
     # ------------------------------------------------------------- internals
 

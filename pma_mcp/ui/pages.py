@@ -30,7 +30,6 @@ from pma_mcp.models import (
 )
 
 PREVIEW_CHARS = 160
-CHART_BARS = 60
 PARTS = ("semantic", "importance", "recency", "access")
 COLOURS = {"semantic": "#3b6fb6", "importance": "#d08a1f", "recency": "#3f9b5a",
            "access": "#8a5bb5"}
@@ -130,34 +129,29 @@ def overview(ov: Overview, namespaces: Sequence[str]) -> str:
         f"<div class=cards>{cards}</div>"
         "<h2>Tiers</h2><table><tr><th>tier</th><th>memories</th><th>tokens</th>"
         f"<th>capacity</th><th>use</th></tr>{''.join(rows)}</table>"
-        f"<h2>GC pressure</h2>{gc}<h2>Memories over time</h2>{chart(ov.per_day)}"
+        f"<h2>GC pressure</h2>{gc}<h2>Memories over time</h2>{chart(ov.created, ov.period_days)}"
     )
     return layout(f"Overview of {ov.namespace}", body, ov.namespace, namespaces)
 
 
-def chart(per_day: Sequence[tuple[float, int]], width: int = 720, height: int = 160) -> str:
-    """An inline SVG bar chart of memories created per period (days merged to fit)."""
-    if not per_day:
+def chart(created: Sequence[tuple[float, int]], period_days: int, width: int = 720,
+          height: int = 160) -> str:
+    """An inline SVG bar chart of memories created per period."""
+    if not created:
         return "<p class=muted>No memories yet.</p>"
-    first, last = per_day[0][0], per_day[-1][0]
-    days = int((last - first) // 86400) + 1
-    span = max(1, -(-days // CHART_BARS))  # days per bar
-    counts = [0] * (-(-days // span))
-    for day, n in per_day:
-        counts[int((day - first) // 86400) // span] += n
-    top = max(counts)
-    step = width / len(counts)
+    top = max(n for _, n in created)
+    step = width / len(created)
     bars = []
-    for i, n in enumerate(counts):
+    for i, (start, n) in enumerate(created):
         h = 0 if top == 0 else (height - 20) * n / top
-        start = datetime.fromtimestamp(first + i * span * 86400, tz=UTC).strftime("%Y-%m-%d")
         bars.append(f'<rect x="{i * step:.1f}" y="{height - 20 - h:.1f}" '
                     f'width="{max(step - 1, 1):.1f}" height="{h:.1f}" fill="#3b6fb6">'
-                    f"<title>{e(start)}: {n:,}</title></rect>")
-    label = (f'<text x="0" y="{height - 4}" font-size="11">{e(when_day(first))}</text>'
+                    f"<title>{e(when_day(start))}: {n:,}</title></rect>")
+    last = created[-1][0] + (period_days - 1) * 86_400
+    label = (f'<text x="0" y="{height - 4}" font-size="11">{e(when_day(created[0][0]))}</text>'
              f'<text x="{width}" y="{height - 4}" font-size="11" text-anchor="end">'
              f"{e(when_day(last))}</text>")
-    unit = "day" if span == 1 else f"{span} days"
+    unit = "day" if period_days == 1 else f"{period_days} days"
     return (f'<svg role="img" aria-label="memories created per {unit}" width="{width}" '
             f'height="{height}" viewBox="0 0 {width} {height}">{"".join(bars)}{label}</svg>'
             f"<p class=muted>Memories created per {unit}; the tallest bar is {top:,}.</p>")
@@ -362,7 +356,7 @@ def deleted_page(memory_id: str, events: Sequence[LineageEvent], namespace: str,
 # ---------------------------------------------------------------------------- GC
 
 
-def gc_page(plan: GCPreview, window: int, total: int, csrf: str,
+def gc_page(plan: GCPreview, window: int, windows: Sequence[int], total: int, csrf: str,
             namespaces: Sequence[str], done: GCResult | None = None) -> str:
     groups = (("merge", plan.to_merge), ("delete", plan.to_delete),
               ("archive", plan.to_archive), ("demote", plan.to_demote),
@@ -377,9 +371,14 @@ def gc_page(plan: GCPreview, window: int, total: int, csrf: str,
         applied = (f'<p class=note role=status>Applied: {done.promoted} promoted, '
                    f"{done.demoted} demoted, {done.archived} archived, {done.deleted} deleted, "
                    f"{done.merged} merged. {e(done.summary)}</p>")
-    apply = _form("/gc/apply", csrf, f'<input type=hidden name=ns value="{e(plan.namespace)}">',
-                  "apply this plan") if plan.changes() else ""
-    body = (f"{applied}<p>Plan over {scope}: {e(plan.summary)}; "
+    hidden = (f'<input type=hidden name=ns value="{e(plan.namespace)}">'
+              f'<input type=hidden name=window value="{window}">')
+    apply = _form("/gc/apply", csrf, hidden, "apply this plan") if plan.changes() else ""
+    sizes = " ".join(
+        f"<b>{w:,}</b>" if w == window else
+        f'<a href="{e(url("/gc", ns=plan.namespace, window=w))}">{w:,}</a>' for w in windows)
+    sizes = f"<p class=muted>Memories per pass: {sizes}</p>" if total > windows[0] else ""
+    body = (f"{applied}{sizes}<p>Plan over {scope}: {e(plan.summary)}; "
             f"{len(plan.to_keep):,} kept, token change {plan.token_delta:+,}.</p>"
             f"{sections or '<p>Nothing to change.</p>'}{apply}")
     return layout(f"Garbage collection in {plan.namespace}", body, plan.namespace, namespaces)

@@ -30,7 +30,7 @@ from pma_mcp import render
 from pma_mcp.budget import TokenCounter
 from pma_mcp.config import Settings
 from pma_mcp.errors import ConfigError, InvalidInput, NotFound, PmaError
-from pma_mcp.models import Browse
+from pma_mcp.models import Browse, GCResult
 from pma_mcp.service import Clock, MemoryService
 from pma_mcp.ui import pages
 from pma_mcp.ui.guard import Guard, Secrets
@@ -39,8 +39,9 @@ log = logging.getLogger(__name__)
 
 PAGE_SIZE = 50
 MAX_RESULTS = 50
-GC_WINDOW = 2_000
-"""The GC page plans (and applies) a bounded pass over this many memories at a time."""
+GC_WINDOWS = (200, 1_000, 5_000)
+"""How many memories one GC pass of the page plans and applies (the first is the default:
+the hooks' share; larger passes see more near-duplicates and cost more)."""
 FILTERS = ("q", "tier", "tag", "entity", "source", "since", "until")
 
 Handler = Callable[[Request, MemoryService], Awaitable[Response]]
@@ -247,16 +248,20 @@ class _Views:
 
     async def gc(self, request: Request, service: MemoryService) -> Response:
         ns = self._ns(request)
-        plan = await service.gc_preview(namespace=ns, max_memories=GC_WINDOW)
-        return HTMLResponse(pages.gc_page(plan, GC_WINDOW, await service.count(namespace=ns),
-                                          self._state.secrets.csrf,
-                                          await service.namespaces()))
+        return await self._gc_page(service, ns, _window(request.query_params.get("window")))
 
     async def gc_apply(self, request: Request, service: MemoryService) -> Response:
-        ns = self._ns(request, await _form(request))
-        done = await service.gc_run(namespace=ns, max_memories=GC_WINDOW)
-        plan = await service.gc_preview(namespace=ns, max_memories=GC_WINDOW)
-        return HTMLResponse(pages.gc_page(plan, GC_WINDOW, await service.count(namespace=ns),
+        form = await _form(request)
+        ns = self._ns(request, form)
+        window = _window(form.get("window"))
+        done = await service.gc_run(namespace=ns, max_memories=window)
+        return await self._gc_page(service, ns, window, done)
+
+    async def _gc_page(self, service: MemoryService, ns: str, window: int,
+                       done: GCResult | None = None) -> Response:
+        plan = await service.gc_preview(namespace=ns, max_memories=window)
+        return HTMLResponse(pages.gc_page(plan, window, GC_WINDOWS,
+                                          await service.count(namespace=ns),
                                           self._state.secrets.csrf,
                                           await service.namespaces(), done))
 
@@ -272,6 +277,14 @@ def _tier(value: str) -> Any:
     from pma_mcp.validation import memory_type
 
     return memory_type(value, "tier")
+
+
+def _window(value: str | None) -> int:
+    if not value:
+        return GC_WINDOWS[0]
+    if value not in {str(w) for w in GC_WINDOWS}:
+        raise InvalidInput("window", f"must be one of {', '.join(map(str, GC_WINDOWS))}")
+    return int(value)
 
 
 def _seq(value: str | None) -> int | None:
