@@ -260,3 +260,22 @@ def test_export_is_a_download_of_the_namespace(server: Running) -> None:
     assert reply.headers["content-disposition"].startswith("attachment;")
     doc = json.loads(reply.body)
     assert doc["memories"] and {m["namespace"] for m in doc["memories"]} == {PROJECT}
+
+
+def test_busy_port_is_one_clear_line(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        proc = subprocess.run(
+            [sys.executable, "-m", "pma_mcp", "ui", "--port", str(port)],
+            env={"PMA_DB_PATH": str(tmp_path / "s.db"), "PMA_NAMESPACE": PROJECT,
+                 "PATH": "/usr/bin:/bin"},
+            capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.count("\n") == 1 and f"127.0.0.1:{port}" in proc.stderr
+    assert proc.stdout == ""

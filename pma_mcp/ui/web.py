@@ -18,7 +18,6 @@ import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
 from urllib.parse import parse_qsl
 
 from starlette.applications import Starlette
@@ -26,11 +25,11 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from pma_mcp import render
+from pma_mcp import render, validation
 from pma_mcp.budget import TokenCounter
 from pma_mcp.config import Settings
 from pma_mcp.errors import ConfigError, InvalidInput, NotFound, PmaError
-from pma_mcp.models import Browse, GCResult
+from pma_mcp.models import Browse, GCResult, MemoryType
 from pma_mcp.service import Clock, MemoryService
 from pma_mcp.ui import pages
 from pma_mcp.ui.guard import Guard, Secrets
@@ -273,10 +272,8 @@ class _Views:
             "content-disposition": f'attachment; filename="pma-{safe}.json"'})
 
 
-def _tier(value: str) -> Any:
-    from pma_mcp.validation import memory_type
-
-    return memory_type(value, "tier")
+def _tier(value: str) -> MemoryType:
+    return validation.memory_type(value, "tier")
 
 
 def _window(value: str | None) -> int:
