@@ -84,7 +84,9 @@ def server_ms(port: int, token: str, path: str) -> float:
 
 
 def pages(memory_id: str, query: str, deep_before: int) -> dict[str, str]:
+    """The pages to time; "no match" filters read the whole namespace's index or rows."""
     ns = {"ns": NAMESPACE}
+    day = time.strftime("%Y-%m-%d", time.gmtime(time.time() - 30 * 86_400))
     return {
         "overview": "/?" + urlencode(ns),
         "memories, first page": "/memories?" + urlencode(ns),
@@ -92,6 +94,9 @@ def pages(memory_id: str, query: str, deep_before: int) -> dict[str, str]:
         "memories, tag filter": "/memories?" + urlencode({**ns, "tag": "auto-saved"}),
         "memories, tier+date filter": "/memories?" + urlencode(
             {**ns, "tier": "semantic", "since": "2020-01-01"}),
+        "memories, one-day range": "/memories?" + urlencode(
+            {**ns, "since": day, "until": day}),
+        "memories, source: no match": "/memories?" + urlencode({**ns, "source": "nowhere"}),
         "search (50 results)": "/memories?" + urlencode({**ns, "q": query}),
         "one memory (inspect)": f"/memory/{memory_id}?" + urlencode(ns),
         "GC preview (bounded window)": "/gc?" + urlencode(ns),

@@ -45,6 +45,8 @@ from pma_mcp.models import (
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 CONTEXT_RADIUS = 2
+NARROW_RANGE_S = 31 * 86_400.0
+"""A date filter at most this wide is read by the creation-time index (see `browse`)."""
 """A memory's `context` column holds up to this many earlier and later session neighbours."""
 
 MIGRATIONS: tuple[db.Migration, ...] = (
@@ -744,11 +746,16 @@ class Repository:
         if where.source:
             parts.append("json_extract(m.metadata, '$.source') = ?")
             params.append(where.source)
+        # A narrow date range is read from the (namespace, created_at) index; a wide one
+        # ("+" hides the index) walks seq order, which the newest-first page needs anyway.
+        narrow = (where.since is not None and where.until is not None
+                  and where.until - where.since <= NARROW_RANGE_S)
+        column = "m.created_at" if narrow else "+m.created_at"
         if where.since is not None:
-            parts.append("m.created_at >= ?")
+            parts.append(f"{column} >= ?")
             params.append(where.since)
         if where.until is not None:
-            parts.append("m.created_at < ?")
+            parts.append(f"{column} < ?")
             params.append(where.until)
         sql = (f"SELECT {_COLUMNS} FROM memories m WHERE {' AND '.join(parts)} "
                "ORDER BY m.seq DESC LIMIT ?")

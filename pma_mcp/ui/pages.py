@@ -218,8 +218,11 @@ def search_results(namespace: str, namespaces: Sequence[str], results: Sequence[
     table = (f"<p>{legend}</p><table><tr><th>#</th><th>id</th><th>composite = its four "
              f"weighted parts</th><th>tier</th><th>content</th></tr>{rows}</table>"
              if rows else "<p class=muted>Nothing matched.</p>")
-    return layout(f"Search in {namespace}", filter_form(namespace, values) + table, namespace,
-                  namespaces)
+    ignored = [k for k in ("entity", "source", "since", "until") if values.get(k)]
+    note = (f"<p class=muted>Search narrows by tier and tag; {e(', '.join(ignored))} "
+            "filter the list only (clear the search to use them).</p>" if ignored else "")
+    return layout(f"Search in {namespace}", filter_form(namespace, values) + note + table,
+                  namespace, namespaces)
 
 
 def _scored_link(r: ScoredMemory, values: Mapping[str, str]) -> str:
