@@ -28,6 +28,7 @@ from urllib.parse import urlencode
 from benchmarks.corpus import Corpus
 from pma_mcp.budget import WordEstimate
 from pma_mcp.config import Settings
+from pma_mcp.models import Browse
 from pma_mcp.service import MemoryService
 
 NAMESPACE = "/bench/project"
@@ -35,19 +36,21 @@ BATCH = 5_000
 
 
 async def build(db: Path, size: int) -> tuple[str, str]:
-    """The store, and (a memory id, a query of words it holds) for the one-memory pages."""
-    now = time.time()
-    corpus = Corpus(seed=size)
-    memories = []
-    for i, made in enumerate(corpus.memories(size, NAMESPACE, now)):
-        memories.append(made if i % 10 else dataclasses.replace(
-            made, tags=["session", "auto-saved"], metadata={"source": "hook:stop"}))
+    """The store (reused when it is there), and (a memory id from its middle, a query of
+    words that memory holds) for the one-memory and search pages."""
     async with await MemoryService.open(Settings(db_path=db, namespace=NAMESPACE),
                                         counter=WordEstimate()) as svc:
         if await svc.count() == 0:
+            now = time.time()
+            memories = [
+                made if i % 10 else dataclasses.replace(
+                    made, tags=["session", "auto-saved"], metadata={"source": "hook:stop"})
+                for i, made in enumerate(Corpus(seed=size).memories(size, NAMESPACE, now))
+            ]
             for start in range(0, size, BATCH):
                 await svc.repo.insert_many(memories[start:start + BATCH], skip_existing=False)
-    middle = memories[size // 2]
+        middle = (await svc.browse(Browse(namespace=NAMESPACE), before=size // 2,
+                                   limit=1)).memories[0]
     return middle.id, " ".join(middle.content.split()[:3])
 
 
