@@ -52,9 +52,10 @@ MAX_TOKEN_BUDGET = 1_000_000
 PREVIEW_CHARS = 120
 MAX_PAGE = 200
 OVERVIEW_GC_WINDOW = 200
-CHART_PERIODS = 60
-DAY = 86_400.0
 """The overview shows GC pressure over the next window of a bounded pass, not a full one."""
+CHART_PERIODS = 60
+"""The overview's chart has at most this many bars (periods of whole days)."""
+DAY = 86_400.0
 INJECTION_RECORD_DAYS = 7
 """How long a session's injection record is kept (sessions are rarely resumed later)."""
 
