@@ -72,7 +72,7 @@ def server_ms(port: int, token: str, path: str) -> float:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
     try:
         conn.request("GET", path, headers={"Host": f"127.0.0.1:{port}",
-                                           "Cookie": f"pma_ui={token}"})
+                                           "Cookie": f"pma_ui_{port}={token}"})
         resp = conn.getresponse()
         resp.read()
         if resp.status != 200:

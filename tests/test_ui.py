@@ -32,7 +32,7 @@ def request(server: Running, method: str, path: str, *, host: str | None = None,
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
     sent = {"Host": host or f"127.0.0.1:{server.port}", **(headers or {})}
     if cookie:
-        sent["Cookie"] = f"pma_ui={server.token}"
+        sent["Cookie"] = f"pma_ui_{server.port}={server.token}"
     body = None
     if form is not None:
         body = urlencode(form)
@@ -72,7 +72,7 @@ def test_request_without_token_is_refused_and_shows_nothing(
     wrong = request(server, "GET", "/?token=not-the-token", cookie=False)
     assert wrong.status == 403
     forged = request(server, "GET", "/", cookie=False,
-                     headers={"Cookie": "pma_ui=not-the-token"})
+                     headers={"Cookie": f"pma_ui_{server.port}=not-the-token"})
     assert forged.status == 403
 
 
@@ -82,7 +82,7 @@ def test_token_in_url_becomes_a_strict_http_only_cookie(server: Running) -> None
     assert reply.status == 303
     assert reply.headers["location"] == "/memories?tier=semantic"  # token out of the URL
     cookie = reply.headers["set-cookie"]
-    assert cookie.startswith(f"pma_ui={server.token};")
+    assert cookie.startswith(f"pma_ui_{server.port}={server.token};")
     assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
 
 
@@ -279,3 +279,8 @@ def test_busy_port_is_one_clear_line(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert proc.stderr.count("\n") == 1 and f"127.0.0.1:{port}" in proc.stderr
     assert proc.stdout == ""
+
+
+def test_token_redirect_stays_on_this_site(server: Running) -> None:
+    reply = request(server, "GET", f"//evil.example/x?token={server.token}", cookie=False)
+    assert reply.status == 303 and reply.headers["location"] == "/evil.example/x"

@@ -27,6 +27,8 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 COOKIE = "pma_ui"
+"""Prefix of the session cookie's name; the port follows (cookies ignore ports, so two
+browsers on two ports would otherwise overwrite each other's)."""
 TOKEN_PARAM = "token"
 CSRF_FIELD = "csrf"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost")
@@ -94,8 +96,9 @@ class Guard:
         query = dict(parse_qsl(bytes(scope.get("query_string", b"")).decode("latin-1")))
         if TOKEN_PARAM in query:  # first visit: move the token into the cookie, out of the URL
             rest = urlencode({k: v for k, v in query.items() if k != TOKEN_PARAM})
-            location = scope["path"] + (f"?{rest}" if rest else "")
-            await _redirect(send, location, set_cookie=self._secrets.token)
+            path = "/" + str(scope["path"]).lstrip("/")  # never "//host": no open redirect
+            location = path + (f"?{rest}" if rest else "")
+            await _redirect(send, location, cookie_name(self._port()), self._secrets.token)
             return
         if scope["method"] == "POST":
             checked = await self._checked_form(scope, receive, send)
@@ -118,7 +121,7 @@ class Guard:
             return 405, "refused: only GET and POST are served"
         query = dict(parse_qsl(bytes(scope.get("query_string", b"")).decode("latin-1")))
         if not (_same(query.get(TOKEN_PARAM), self._secrets.token)
-                or _same(_cookie(scope, COOKIE), self._secrets.token)):
+                or _same(_cookie(scope, cookie_name(self._port())), self._secrets.token)):
             return 403, "refused: open the URL pma-mcp ui printed (it carries this run's token)"
         origin = _header(scope, b"origin")
         if scope["method"] == "POST" and origin is not None and origin != "null" and (
@@ -161,8 +164,12 @@ async def _plain(send: Send, status: int, text: str) -> None:
     await send({"type": "http.response.body", "body": text.encode() + b"\n"})
 
 
-async def _redirect(send: Send, location: str, *, set_cookie: str) -> None:
-    cookie = f"{COOKIE}={set_cookie}; HttpOnly; SameSite=Strict; Path=/"
+def cookie_name(port: int) -> str:
+    return f"{COOKIE}_{port}"
+
+
+async def _redirect(send: Send, location: str, name: str, token: str) -> None:
+    cookie = f"{name}={token}; HttpOnly; SameSite=Strict; Path=/"
     await send({"type": "http.response.start", "status": 303, "headers": [
         (b"location", location.encode("latin-1", "replace")),
         (b"set-cookie", cookie.encode()), *HEADERS]})
