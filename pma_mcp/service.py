@@ -8,6 +8,7 @@ inside those namespaces only.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
@@ -28,6 +29,7 @@ from pma_mcp.models import (
     ImportReport,
     InspectResult,
     Memory,
+    MemoryEdit,
     MemoryType,
     MergePair,
     Overview,
@@ -204,10 +206,10 @@ class MemoryService:
         Content, tags and entities are replaced whole. An edit that changes nothing writes
         nothing (so repeating one is harmless); otherwise lineage gets an `edited` event.
         """
-        edit = validation.memory_edit(
+        edit = self._edit_scrubbed(validation.memory_edit(
             content=content, importance_=importance, memory_type_=memory_type, tags=tags,
             linked_entities=linked_entities, metadata_=metadata,
-        )
+        ))
         memory = await self._resolve(memory_id, self._visible(namespace))
         new = editing.applied(memory, edit, count_tokens=self.counter.count,
                               content_hash=transfer.content_hash)
@@ -217,6 +219,19 @@ class MemoryService:
         stored = await self.repo.edit(memory, new, self._clock(),
                                       editing.describe(memory, new, changed))
         return UpdateResult(memory=stored, changed=changed)
+
+    def _edit_scrubbed(self, edit: MemoryEdit) -> MemoryEdit:
+        """New text as the store takes text from anyone: `<private>` blocks removed, secrets
+        redacted (PMA_REDACT). An edit is often made to take a secret out; it must not be
+        the way one gets in."""
+        if edit.content is None:
+            return edit
+        from pma_mcp.redact import sanitize_for_storage
+
+        text = sanitize_for_storage(edit.content, redact_secrets=self.settings.redact).strip()
+        if not text:
+            raise InvalidInput("content", "nothing is left once <private> blocks are removed")
+        return dataclasses.replace(edit, content=text)
 
     # ------------------------------------------------------------------ read
 

@@ -79,6 +79,23 @@ async def test_same_edit_twice_changes_nothing_the_second_time(service: MemorySe
     assert [e.event for e in await service.repo.lineage(memory.id)] == ["created", "edited"]
 
 
+async def test_edited_content_is_redacted_before_it_is_stored(service: MemoryService) -> None:
+    token = "ghp_R4nD0mT0k3nV4lu3F0rT3st1ngAbCdEf1234"
+    memory = (await service.add(OLD)).memory
+    done = await service.update(
+        memory.id, content=f"CI reads GITHUB_TOKEN={token} <private>home address</private>")
+    assert token not in done.memory.content and "home address" not in done.memory.content
+    assert "[REDACTED" in done.memory.content
+    conn = sqlite3.connect(service.settings.database)
+    try:
+        dump = "\n".join(conn.iterdump())
+    finally:
+        conn.close()
+    assert token not in dump and "home address" not in dump
+    with pytest.raises(InvalidInput, match="private"):
+        await service.update(memory.id, content="<private>only this</private>")
+
+
 @pytest.mark.parametrize(
     ("kwargs", "field"),
     [
