@@ -3,6 +3,7 @@
     pma-mcp                      serve MCP over stdio (what MCP client configs run)
     pma-mcp serve                the same, explicitly
     pma-mcp hook <event>         a Claude Code hook: JSON on stdin, JSON (or nothing) on stdout
+    pma-mcp ui [--port N]        the local memory browser (a web page on 127.0.0.1)
     pma-mcp <command> ...        commands for people (stats, search, inspect, gc, ...)
 
 Each branch imports only what it needs: the hook path must stay free of mcp and
@@ -25,6 +26,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pma_mcp.hooks import main as hook_main
 
         return hook_main(args[1:])
+    if args[0] == "ui":
+        from pma_mcp.ui.web import main as ui_main
+
+        return ui_main(args[1:])
     from pma_mcp.commands import main as commands_main
 
     return commands_main(args)

@@ -131,13 +131,13 @@ def build_parser() -> argparse.ArgumentParser:
         prog="pma-mcp",
         description="Look inside, back up and check pma-mcp's memory store. "
                     "`pma-mcp` alone serves MCP over stdio; `pma-mcp hook EVENT` is a "
-                    "Claude Code hook.",
+                    "Claude Code hook; `pma-mcp ui` opens the memory browser.",
         epilog="exit codes: 0 ok, 1 error (or doctor found a failure), 2 bad arguments",
     )
     parser.add_argument("--version", action="version", version=f"pma-mcp {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in (_add_stats, _add_search, _add_inspect, _add_gc, _add_export, _add_import,
-                _add_seed, _add_doctor):
+    for add in (_add_stats, _add_search, _add_inspect, _add_edit, _add_gc, _add_export,
+                _add_import, _add_seed, _add_doctor):
         add(sub)
     return parser
 
@@ -189,6 +189,32 @@ def _add_inspect(sub: Any) -> None:
     _namespace_opt(p)
     _json_opt(p)
     p.set_defaults(handler=_inspect)
+
+
+def _add_edit(sub: Any) -> None:
+    p = sub.add_parser("edit", help="change a memory in place (same id; recorded in lineage)")
+    p.add_argument("id", metavar="ID", help="memory id or a unique prefix of it")
+    p.add_argument("--content", help="new text (replaces the old)")
+    p.add_argument("--importance", type=float, metavar="X", help="new importance, 0-1")
+    p.add_argument("--tier", choices=[t.value for t in MemoryType], help="move to this tier")
+    p.add_argument("--tag", action="append", metavar="TAG",
+                   help="new tags, replacing the old (repeatable)")
+    p.add_argument("--no-tags", action="store_true", help="remove every tag")
+    p.add_argument("--entity", action="append", metavar="ENTITY",
+                   help="new linked entities, replacing the old (repeatable)")
+    p.add_argument("--no-entities", action="store_true", help="remove every linked entity")
+    p.add_argument("--metadata", type=_json_object, metavar="JSON",
+                   help="new metadata as a JSON object (replaces the old)")
+    _namespace_opt(p)
+    _json_opt(p)
+    p.set_defaults(handler=_edit)
+
+
+def _json_object(text: str) -> object:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not valid JSON: {exc.msg}") from None
 
 
 def _add_gc(sub: Any) -> None:
@@ -315,6 +341,24 @@ async def _inspect(args: argparse.Namespace, settings: Settings) -> int:
         }))
     else:
         _out(render.inspect_text(result, datetime.now(UTC), weights))
+    return EXIT_OK
+
+
+async def _edit(args: argparse.Namespace, settings: Settings) -> int:
+    tags = [] if args.no_tags else args.tag
+    entities = [] if args.no_entities else args.entity
+    async with await _open(settings) as service:
+        done = await service.update(
+            args.id, content=args.content, importance=args.importance, memory_type=args.tier,
+            tags=tags, linked_entities=entities, metadata=args.metadata,
+            namespace=args.namespace,
+        )
+    if args.json:
+        _out(render.dumps({"memory": done.memory, "changed": done.changed}))
+    elif done.changed:
+        _out(f"edited {done.memory.id}: {', '.join(done.changed)}")
+    else:
+        _out(f"nothing to change: {done.memory.id} already has those values")
     return EXIT_OK
 
 

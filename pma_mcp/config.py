@@ -16,6 +16,8 @@ from pma_mcp.errors import ConfigError
 
 GLOBAL_NAMESPACE = "default"
 """The namespace for rules that apply everywhere; queried beside the project's own."""
+AUTO_SAVED_TAG = "auto-saved"
+"""The tag the hooks give every exchange they save (the browser counts auto-saved by it)."""
 
 DEFAULT_DB_PATH = "~/.pma_store.db"
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pma_mcp import lexicon
+from pma_mcp.config import AUTO_SAVED_TAG
 
 if TYPE_CHECKING:
     from pma_mcp.config import Settings
@@ -57,7 +58,7 @@ GC_SHARE = 200
 """Memories one auto-save's GC pass may look at, so a hook never pays for a full pass."""
 MAX_CATCHUP = 200
 """Exchanges pre-compact looks at, newest last."""
-AUTO_TAGS = ("session", "auto-saved")
+AUTO_TAGS = ("session", AUTO_SAVED_TAG)
 
 _TRIVIAL = frozenset(
     """ok okay k kk yes y yep yeah yup no nope nah sure thanks thank you thx ty cool great nice

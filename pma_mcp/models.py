@@ -123,7 +123,8 @@ class ContextPack:
 
 
 LineageEventKind = Literal[
-    "created", "accessed", "promote", "demote", "archive", "merge", "supersede", "deleted"
+    "created", "accessed", "promote", "demote", "archive", "merge", "supersede", "deleted",
+    "edited",
 ]
 
 
@@ -290,3 +291,71 @@ class SeedResult:
     added: list[AddResult]
     skipped: list[tuple[str, str]]
     cut: list[tuple[str, str]]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryEdit:
+    """A validated in-place edit (see `validation.memory_edit`); None leaves a field as is."""
+
+    content: str | None = None
+    importance: float | None = None
+    memory_type: MemoryType | None = None
+    tags: list[str] | None = None
+    linked_entities: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class UpdateResult:
+    """The memory after an edit, and the names of the fields that changed (none: a no-op)."""
+
+    memory: Memory
+    changed: list[str]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Browse:
+    """Filters of a memory listing (the UI's); None or empty means any."""
+
+    namespace: str
+    memory_type: MemoryType | None = None
+    tag: str | None = None
+    entity: str | None = None
+    source: str | None = None
+    since: float | None = None
+    until: float | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class Page:
+    """One page of a listing, newest first; `next_before` continues it (None: the last)."""
+
+    memories: list[Memory]
+    next_before: int | None
+
+
+@dataclass(slots=True, kw_only=True)
+class TierUse:
+    tier: MemoryType
+    count: int
+    tokens: int
+    capacity: int | None
+
+
+@dataclass(slots=True, kw_only=True)
+class Overview:
+    """A namespace at a glance, from bounded queries (no full pass over its memories).
+
+    `gc_changes` is what the next bounded GC pass over `gc_window` memories would change;
+    `created` holds (period start, memories created in it), periods of `period_days` UTC
+    days from the first memory's day to the last one's.
+    """
+
+    namespace: str
+    total: int
+    tiers: list[TierUse]
+    auto_saved: int
+    gc_window: int
+    gc_changes: int
+    created: list[tuple[float, int]]
+    period_days: int

@@ -29,9 +29,11 @@ from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
     Callable,
-    Collection,
     Iterable,
     Sequence,
+)
+from collections.abc import (
+    Set as AbstractSet,
 )
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -41,9 +43,10 @@ import aiosqlite
 
 from pma_mcp import bm25, db
 from pma_mcp.config import Weights, uncanonical_namespaces
-from pma_mcp.errors import StorageError
+from pma_mcp.errors import InvalidInput, NotFound, StorageError
 from pma_mcp.lexicon import speaker_of
 from pma_mcp.models import (
+    Browse,
     GCDecision,
     LineageEvent,
     Memory,
@@ -56,6 +59,8 @@ log = logging.getLogger(__name__)
 
 FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 CONTEXT_RADIUS = 2
+NARROW_RANGE_S = 31 * 86_400.0
+"""A date filter at most this wide is read by the creation-time index (see `browse`)."""
 """A memory's `context` column holds up to this many earlier and later session neighbours."""
 
 MIGRATIONS: tuple[db.Migration, ...] = (
@@ -242,6 +247,13 @@ MIGRATIONS: tuple[db.Migration, ...] = (
             "DROP TABLE temp.migration_instances",
         ),
     ),
+    db.Migration(
+        9,
+        "creation time per namespace: the browser's per-day chart and date filters",
+        # Index only (no data change): counting a namespace's memories per day read every
+        # row (~0.5 s at 100k); from this index it is a scan of the index alone.
+        ("CREATE INDEX memories_created ON memories(namespace, created_at)",),
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -363,6 +375,10 @@ def _candidate(row: Sequence[Any]) -> Candidate:
 def _json_list(text: str) -> list[str]:
     """A JSON list column; the common empty one without the parser (GC reads 100k rows)."""
     return [] if text == "[]" else list(json.loads(text))
+
+
+def _editable(m: Memory) -> tuple[object, ...]:
+    return (m.content, m.importance, m.memory_type, m.tags, m.linked_entities, m.metadata)
 
 
 def _labels_text(tags: Iterable[str], entities: Iterable[str]) -> str:
@@ -530,6 +546,68 @@ class Repository:
     async def delete(self, memory: Memory, now: float, reason: str) -> None:
         async with self._write() as conn:
             await self._delete(conn, memory, now, reason)
+
+    async def edit(self, old: Memory, new: Memory, now: float, reason: str) -> Memory:
+        """Rewrite `old`'s editable fields as `new`'s in one transaction, keeping its id.
+
+        The label rows, the FTS row (content and labels), term counts, the speaker and the
+        `context` column of its session neighbours follow, and an `edited` lineage event is
+        written. Refused if the memory changed or went since `old` was read (another process),
+        or if the new content is another memory's in the namespace.
+        """
+        async with self._write() as conn:
+            row = f"SELECT {_COLUMNS} FROM memories m WHERE seq = ?"
+            current = await self._fetch_one(conn, row, (old.seq,))
+            if current is None or current.id != old.id:
+                raise NotFound(f"memory {old.id} was deleted meanwhile; nothing was edited")
+            if _editable(current) != _editable(old):
+                raise StorageError(f"memory {old.id} was changed by another writer meanwhile; "
+                                   "nothing was edited: read it again and retry")
+            if new.content_hash != old.content_hash:
+                async with conn.execute(
+                    "SELECT id FROM memories WHERE namespace = ? AND content_hash = ? "
+                    "AND seq != ?", (old.namespace, new.content_hash, old.seq),
+                ) as cur:
+                    clash = await cur.fetchone()
+                if clash is not None:
+                    raise InvalidInput("content", f"is already stored as memory {clash[0]}; "
+                                       "edit or forget that one instead")
+            await conn.execute(
+                "UPDATE memories SET content = ?, content_hash = ?, token_count = ?, "
+                "speaker = ?, importance = ?, memory_type = ?, tags = ?, linked_entities = ?, "
+                "metadata = ? WHERE seq = ?",
+                (new.content, new.content_hash, new.token_count, speaker_of(new.content),
+                 new.importance, new.memory_type.value, json.dumps(new.tags),
+                 json.dumps(new.linked_entities), json.dumps(new.metadata), old.seq),
+            )
+            await conn.execute("DELETE FROM memory_labels WHERE seq = ?", (old.seq,))
+            await self._write_labels(conn, old.seq, new.tags, new.linked_entities)
+            labels = _labels_text(new.tags, new.linked_entities)
+            await conn.execute(
+                "UPDATE memory_fts SET content = ?, labels = ? WHERE rowid = ?",
+                (new.content, labels, old.seq),
+            )
+            async with conn.execute("SELECT terms FROM memories WHERE seq = ?",
+                                    (old.seq,)) as cur:
+                before = await cur.fetchone()
+            old_terms = set(bm25.decode(str(before[0]))) if before else set()
+            new_terms = await self._set_own_terms(conn, old.seq, old.namespace, new.content,
+                                                  labels)
+            if new.content != old.content:
+                await self._count_terms(conn, old_terms, -1)
+                await self._count_terms(conn, new_terms, +1)
+                around = await self._neighbours(conn, old.namespace, old.session_id, old.seq)
+                await self._refresh_context(conn, old.namespace, old.session_id,
+                                            [s for s, _ in around])
+            moved = new.memory_type != old.memory_type
+            await self._lineage(
+                conn, old.id, old.namespace, "edited", now,
+                from_tier=old.memory_type if moved else None,
+                to_tier=new.memory_type if moved else None, reason=reason,
+            )
+            edited = await self._fetch_one(conn, row, (old.seq,))
+        assert edited is not None
+        return edited
 
     async def apply_gc(
         self,
@@ -897,6 +975,71 @@ class Repository:
             "ORDER BY m.importance DESC, m.seq DESC LIMIT ?"
         )
         return await self._fetch_all(self._conn, sql, (value, *namespaces, limit))
+
+    async def browse(self, where: Browse, before_seq: int | None, limit: int) -> list[Memory]:
+        """Up to `limit` memories matching `where`, newest first, below `before_seq` (keyset
+        pagination: a page costs the same at any depth)."""
+        parts: list[str] = ["m.namespace = ?"]
+        params: list[Any] = [where.namespace]
+        if before_seq is not None:
+            parts.append("m.seq < ?")
+            params.append(before_seq)
+        if where.memory_type is not None:
+            parts.append("m.memory_type = ?")
+            params.append(where.memory_type.value)
+        for kind, value in (("tag", where.tag), ("entity", where.entity)):
+            if value:
+                parts.append("EXISTS (SELECT 1 FROM memory_labels l WHERE l.seq = m.seq "
+                             "AND l.kind = ? AND l.value = ?)")
+                params.extend((kind, value))
+        if where.source:
+            parts.append("json_extract(m.metadata, '$.source') = ?")
+            params.append(where.source)
+        # A narrow date range is read from the (namespace, created_at) index; a wide one
+        # ("+" hides the index) walks seq order, which the newest-first page needs anyway.
+        narrow = (where.since is not None and where.until is not None
+                  and where.until - where.since <= NARROW_RANGE_S)
+        column = "m.created_at" if narrow else "+m.created_at"
+        if where.since is not None:
+            parts.append(f"{column} >= ?")
+            params.append(where.since)
+        if where.until is not None:
+            parts.append(f"{column} < ?")
+            params.append(where.until)
+        sql = (f"SELECT {_COLUMNS} FROM memories m WHERE {' AND '.join(parts)} "
+               "ORDER BY m.seq DESC LIMIT ?")
+        return await self._fetch_all(self._conn, sql, (*params, limit))
+
+    async def created_range(self, namespace: str) -> tuple[float, float] | None:
+        """(earliest, latest) creation time in the namespace, None when it is empty."""
+        async with self._conn.execute(
+            # One aggregate per subquery: SQLite then reads each end of the index only.
+            "SELECT (SELECT min(created_at) FROM memories WHERE namespace = ?), "
+            "(SELECT max(created_at) FROM memories WHERE namespace = ?)",
+            (namespace, namespace),
+        ) as cur:
+            row = await cur.fetchone()
+        return None if row is None or row[0] is None else (float(row[0]), float(row[1]))
+
+    async def created_counts(
+        self, namespace: str, starts: Sequence[float], width: float
+    ) -> list[int]:
+        """Memories created in [start, start + width) for each start: one range count per
+        period on the (namespace, created_at) index, whatever the namespace's size."""
+        async with self._conn.execute(
+            "SELECT (SELECT count(*) FROM memories WHERE namespace = ? AND created_at >= "
+            "j.value AND created_at < j.value + ?) FROM json_each(?) AS j ORDER BY j.key",
+            (namespace, width, json.dumps(list(starts))),
+        ) as cur:
+            return [int(r[0]) for r in await cur.fetchall()]
+
+    async def tagged_count(self, namespace: str, tag: str) -> int:
+        async with self._conn.execute(
+            "SELECT count(*) FROM memory_labels l JOIN memories m ON m.seq = l.seq "
+            "WHERE l.value = ? AND l.kind = 'tag' AND m.namespace = ?", (tag, namespace),
+        ) as cur:
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
 
     async def lineage(self, memory_id: str) -> list[LineageEvent]:
         async with self._conn.execute(
@@ -1334,7 +1477,7 @@ class Repository:
 
     @staticmethod
     async def _count_namespace_terms(
-        conn: aiosqlite.Connection, namespace: str, terms: Collection[str], delta: int
+        conn: aiosqlite.Connection, namespace: str, terms: AbstractSet[str], delta: int
     ) -> None:
         if not terms:
             return
@@ -1377,7 +1520,7 @@ class Repository:
 
     @staticmethod
     async def _count_terms(
-        conn: aiosqlite.Connection, content_terms: Collection[str], delta: int
+        conn: aiosqlite.Connection, content_terms: AbstractSet[str], delta: int
     ) -> None:
         """Add `delta` to the index-wide document frequency of each term of a content (what
         bounds a query's cost: FTS5 walks a term's postings across every namespace)."""

@@ -27,6 +27,7 @@ from pma_mcp.models import (
     LineageEventKind,
     MemoryType,
     ScoredMemory,
+    UpdateResult,
 )
 
 
@@ -289,3 +290,14 @@ def context_text(pack: ContextPack, namespace: str) -> str:
 
 def _scope_label(namespace: str) -> str:
     return "global" if namespace == GLOBAL_NAMESPACE else f"namespace {namespace}"
+
+
+class UpdatedOut(_Out):
+    """What `update` left: the memory as stored now, and which fields changed."""
+
+    memory: MemoryOut
+    changed: list[str] = Field(description="Fields the edit changed; empty: nothing to change")
+
+    @classmethod
+    def of(cls, r: UpdateResult) -> UpdatedOut:
+        return cls.model_validate(r)

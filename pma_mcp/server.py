@@ -27,6 +27,7 @@ from typing import Annotated, Any, Literal, ParamSpec, TypeVar
 import anyio
 from mcp import MCPError
 from mcp.server import MCPServer
+from mcp.server.apps import Apps
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.types import INVALID_PARAMS, CallToolResult, InputRequiredResult, ToolAnnotations
@@ -47,9 +48,11 @@ from pma_mcp.schemas import (
     RelatedOut,
     StatsOut,
     StoredMemory,
+    UpdatedOut,
     context_text,
 )
 from pma_mcp.service import MAX_LIMIT, MAX_QUERY_CHARS, MAX_TOKEN_BUDGET, Clock, MemoryService
+from pma_mcp.ui import mcp_app
 from pma_mcp.validation import (
     MAX_CONTENT_CHARS,
     MAX_ID_CHARS,
@@ -83,7 +86,8 @@ preferences that must never be lost; 0.6-0.8 decisions and facts; 0.3-0.5 routin
 Use memory_type "semantic" for lasting facts and rules, "episodic" (default) for what happened, \
 "working" for notes only this task needs. Add tags and linked_entities (files, modules, people) \
 so related can find it. Rules for every project: namespace="default".
-- A stored memory is wrong: remember the correction with supersedes=<old id>, or forget it.
+- A stored memory is wrong: remember the correction with supersedes=<old id>, or forget it; \
+for a small fix (wording, importance, tier, tags) call update on it.
 - related lists what is known about a file, module or person; inspect explains a score and \
 what the garbage collector will do to a memory.
 - Maintenance: memory_stats; if gc_pressure is high, gc_preview then gc_run.
@@ -314,11 +318,24 @@ def build_server(
         version=__version__,
         lifespan=rt.lifespan,
         log_level=settings.log_level,
+        extensions=[_apps(settings)],
     )
     _add_tools(app, rt)
     _add_resources(app, rt)
     _add_prompts(app, rt)
     return app
+
+
+def _apps(settings: Settings) -> Apps:
+    """MCP Apps: the `ui://` view recall and inspect link to (clients without app support
+    ignore it and read the same results as before)."""
+    apps = Apps()
+    apps.add_html_resource(
+        mcp_app.APP_URI, mcp_app.document(settings.weights), name="memory-view",
+        title="Memory view", description="Recall results with their score parts; one "
+        "memory's breakdown, GC prediction and lineage", prefers_border=True,
+    )
+    return apps
 
 
 P = ParamSpec("P")
@@ -341,7 +358,12 @@ READ_ONLY = _annotations(read_only=True)
 
 
 def _tool(
-    app: _Server, rt: _Runtime, name: str, title: str, annotations: ToolAnnotations
+    app: _Server,
+    rt: _Runtime,
+    name: str,
+    title: str,
+    annotations: ToolAnnotations,
+    meta: dict[str, Any] | None = None,
 ) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Awaitable[R]]]:
     """Register `fn` as tool `name`: one call at a time, errors turned into messages an
     agent can act on."""
@@ -370,6 +392,7 @@ def _tool(
             title=title,
             description=" ".join((fn.__doc__ or "").split()),  # one paragraph, unwrapped
             annotations=annotations,
+            meta=meta,
         )
         return call
 
@@ -425,7 +448,7 @@ def _add_tools(app: _Server, rt: _Runtime) -> None:
         )
         return StoredMemory.of(added)
 
-    @_tool(app, rt, "recall", "Recall memories", READ_ONLY)
+    @_tool(app, rt, "recall", "Recall memories", READ_ONLY, mcp_app.tool_meta())
     async def recall(
         query: Query,
         limit: Annotated[
@@ -465,6 +488,33 @@ def _add_tools(app: _Server, rt: _Runtime) -> None:
         """
         return Forgotten.model_validate(await rt.service.delete(memory_id))
 
+    @_tool(app, rt, "update", "Edit a memory",
+           _annotations(read_only=False, destructive=False, idempotent=True))
+    async def update(
+        memory_id: MemoryId,
+        content: Annotated[Content | None, Field(description="New text (replaces the old)")]
+        = None,
+        importance: Annotated[Importance | None, Field(description="New importance")] = None,
+        memory_type: Annotated[Tier | None, Field(description="Move to this tier")] = None,
+        tags: Annotated[Tags | None, Field(description="New tags (replace the old)")] = None,
+        linked_entities: Annotated[
+            Entities | None, Field(description="New linked entities (replace the old)")
+        ] = None,
+        metadata: Annotated[Metadata | None, Field(description="New metadata (replaces)")]
+        = None,
+    ) -> UpdatedOut:
+        """Use when a stored memory needs a small fix that keeps it the same memory: a typo,
+        a sharper wording, a better importance, tier, tags or entities. Edits it in place
+        (same id, access history kept; the change is recorded in lineage); give only the
+        fields to change. For a memory that became wrong, remember the correction with
+        supersedes instead, so the old statement stays on record.
+        """
+        done = await rt.service.update(
+            memory_id, content=content, importance=importance, memory_type=memory_type,
+            tags=tags, linked_entities=linked_entities, metadata=metadata,
+        )
+        return UpdatedOut.of(done)
+
     @_tool(app, rt, "load_context", "Load context", READ_ONLY)
     async def load_context(
         query: Query = "",
@@ -486,7 +536,7 @@ def _add_tools(app: _Server, rt: _Runtime) -> None:
         )
         return ContextResult.of(pack, namespace or rt.settings.namespace)
 
-    @_tool(app, rt, "inspect", "Inspect a memory", READ_ONLY)
+    @_tool(app, rt, "inspect", "Inspect a memory", READ_ONLY, mcp_app.tool_meta())
     async def inspect_memory(
         memory_id: MemoryId,
         query: Annotated[

@@ -15,12 +15,13 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from pma_mcp import collector, graph, lexicon, redact, retrieval, transfer, validation
+from pma_mcp import collector, editing, graph, lexicon, redact, retrieval, transfer, validation
 from pma_mcp.budget import TokenCounter, default_counter, pack
-from pma_mcp.config import GLOBAL_NAMESPACE, Settings
+from pma_mcp.config import AUTO_SAVED_TAG, GLOBAL_NAMESPACE, Settings
 from pma_mcp.errors import Ambiguous, InvalidInput, NotFound
 from pma_mcp.models import (
     AddResult,
+    Browse,
     ContextPack,
     DeleteResult,
     GCDecision,
@@ -30,15 +31,20 @@ from pma_mcp.models import (
     ImportReport,
     InspectResult,
     Memory,
+    MemoryEdit,
     MemoryType,
     MergePair,
     NewMemory,
+    Overview,
+    Page,
     Related,
     Scope,
     ScoredMemory,
     SeedResult,
     Stats,
     TierStats,
+    TierUse,
+    UpdateResult,
     to_datetime,
 )
 from pma_mcp.repository import Repository
@@ -52,6 +58,12 @@ MAX_TOKEN_BUDGET = 1_000_000
 PREVIEW_CHARS = 120
 _SCORE_SLACK = 1e-9
 """SQLite and Python may round a score differently in the last bits."""
+MAX_PAGE = 200
+OVERVIEW_GC_WINDOW = 200
+"""The overview shows GC pressure over the next window of a bounded pass, not a full one."""
+CHART_PERIODS = 60
+"""The overview's chart has at most this many bars (periods of whole days)."""
+DAY = 86_400.0
 INJECTION_RECORD_DAYS = 7
 """How long a session's injection record is kept (sessions are rarely resumed later)."""
 
@@ -168,6 +180,50 @@ class MemoryService:
         await self.repo.delete(memory, self._clock(), reason="forgotten on request")
         return DeleteResult(deleted_id=memory.id,
                             content_preview=lexicon.preview(memory.content, PREVIEW_CHARS))
+
+    async def update(
+        self,
+        memory_id: object,
+        *,
+        content: object = None,
+        importance: object = None,
+        memory_type: object = None,
+        tags: object = None,
+        linked_entities: object = None,
+        metadata: object = None,
+        namespace: str | None = None,
+    ) -> UpdateResult:
+        """Edit a memory in place (same id), validated as `add` validates; None = unchanged.
+
+        Content, tags and entities are replaced whole. An edit that changes nothing writes
+        nothing (so repeating one is harmless); otherwise lineage gets an `edited` event.
+        """
+        edit = self._edit_scrubbed(validation.memory_edit(
+            content=content, importance_=importance, memory_type_=memory_type, tags=tags,
+            linked_entities=linked_entities, metadata_=metadata,
+        ))
+        memory = await self._resolve(memory_id, self._visible(namespace))
+        new = editing.applied(memory, edit, count_tokens=self.counter.count,
+                              content_hash=transfer.content_hash)
+        changed = editing.changed_fields(memory, new)
+        if not changed:
+            return UpdateResult(memory=memory, changed=[])
+        stored = await self.repo.edit(memory, new, self._clock(),
+                                      editing.describe(memory, new, changed))
+        return UpdateResult(memory=stored, changed=changed)
+
+    def _edit_scrubbed(self, edit: MemoryEdit) -> MemoryEdit:
+        """New text as the store takes text from anyone: `<private>` blocks removed, secrets
+        redacted (PMA_REDACT). An edit is often made to take a secret out; it must not be
+        the way one gets in."""
+        if edit.content is None:
+            return edit
+        from pma_mcp.redact import sanitize_for_storage
+
+        text = sanitize_for_storage(edit.content, redact_secrets=self.settings.redact).strip()
+        if not text:
+            raise InvalidInput("content", "nothing is left once <private> blocks are removed")
+        return dataclasses.replace(edit, content=text)
 
     # ------------------------------------------------------------------ read
 
@@ -601,6 +657,55 @@ class MemoryService:
             ))
         return SeedResult(added=added, skipped=[(s.source, s.reason) for s in read.skipped],
                           cut=[(s.source, s.reason) for s in read.cut])
+
+    # ------------------------------------------------------------- browsing
+
+    async def namespaces(self) -> list[str]:
+        """Every namespace holding memories (the local browser's picker)."""
+        return await self.repo.namespaces()
+
+    async def browse(
+        self, where: Browse, *, before: int | None = None, limit: object = 50
+    ) -> Page:
+        """One page of `where.namespace`'s memories, newest first; nothing is touched."""
+        size = _bounded_int("limit", limit, 1, MAX_PAGE)
+        found = await self.repo.browse(where, before, size + 1)
+        more = len(found) > size
+        page = found[:size]
+        return Page(memories=page, next_before=page[-1].seq if more and page else None)
+
+    async def overview(self, *, namespace: str | None = None,
+                       gc_window: int = OVERVIEW_GC_WINDOW) -> Overview:
+        """Tier use against capacity, auto-saved count, memories per day and the changes the
+        next bounded GC pass would make: all bounded, whatever the namespace's size."""
+        own = self._own(namespace)
+        totals = await self.repo.tier_tokens(own)
+        tiers = [TierUse(tier=t, count=totals.get(t, (0, 0))[0], tokens=totals.get(t, (0, 0))[1],
+                         capacity=collector.TIER_CAPACITY.get(t)) for t in MemoryType]
+        plan = await self.gc_preview(namespace=own, max_memories=gc_window)
+        starts, days = await self._periods(own)
+        counts = await self.repo.created_counts(own, starts, days * DAY)
+        return Overview(
+            namespace=own,
+            total=sum(t.count for t in tiers),
+            tiers=tiers,
+            auto_saved=await self.repo.tagged_count(own, AUTO_SAVED_TAG),
+            gc_window=gc_window,
+            gc_changes=len(plan.changes()),
+            created=list(zip(starts, counts, strict=True)),
+            period_days=days,
+        )
+
+    async def _periods(self, namespace: str) -> tuple[list[float], int]:
+        """Period starts covering the namespace's creation times in at most CHART_PERIODS
+        periods of whole UTC days, and the days per period."""
+        span = await self.repo.created_range(namespace)
+        if span is None:
+            return [], 1
+        first = span[0] // DAY * DAY
+        days = int((span[1] - first) // DAY) + 1
+        width = -(-days // CHART_PERIODS)
+        return [first + i * width * DAY for i in range(-(-days // width))], width
 
     # ------------------------------------------------------------- internals
 

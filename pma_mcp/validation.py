@@ -13,7 +13,7 @@ from typing import Any
 
 from pma_mcp.config import canonical_namespace
 from pma_mcp.errors import InvalidInput
-from pma_mcp.models import MemoryType, NewMemory
+from pma_mcp.models import MemoryEdit, MemoryType, NewMemory
 
 MAX_CONTENT_CHARS = 100_000
 MAX_LABELS = 64
@@ -149,3 +149,33 @@ def new_memory(
         session_id=optional_id("session_id", session_id),
         supersedes=None if supersedes is None else id_prefix(supersedes, "supersedes"),
     )
+
+
+EDITABLE = ("content", "importance", "memory_type", "tags", "linked_entities", "metadata")
+"""The fields an in-place edit may change; id, namespace, counts and times stay."""
+
+
+def memory_edit(
+    *,
+    content: object = None,
+    importance_: object = None,
+    memory_type_: object = None,
+    tags: object = None,
+    linked_entities: object = None,
+    metadata_: object = None,
+) -> MemoryEdit:
+    """Validate an in-place edit with the rules of `new_memory`; None means "unchanged"."""
+    edit = MemoryEdit(
+        content=None if content is None else text_field(
+            "content", content, max_chars=MAX_CONTENT_CHARS),
+        importance=None if importance_ is None else importance(importance_),
+        memory_type=None if memory_type_ is None else memory_type(memory_type_),
+        tags=None if tags is None else labels("tags", tags),
+        linked_entities=None if linked_entities is None else labels(
+            "linked_entities", linked_entities),
+        metadata=None if metadata_ is None else metadata(metadata_),
+    )
+    if all(getattr(edit, f) is None for f in EDITABLE):
+        raise InvalidInput(
+            "update", f"give at least one field to change: {', '.join(EDITABLE)}")
+    return edit

@@ -52,3 +52,13 @@ async def service(settings: Settings, clock: FakeClock) -> AsyncIterator[MemoryS
         yield svc
     finally:
         await svc.close()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One visible line when the browser tests were skipped for want of a Chromium."""
+    from tests.browser import INSTALL_HINT
+
+    for report in terminalreporter.stats.get("skipped", []):
+        if INSTALL_HINT in str(getattr(report, "longrepr", "")):
+            terminalreporter.write_line(INSTALL_HINT, yellow=True)
+            return

@@ -15,14 +15,15 @@ PACKAGE = Path(__file__).resolve().parents[1] / "pma_mcp"
 SHARED = {"models", "errors", "config", "__init__"}
 LAYERS: dict[str, float] = {
     "__main__": 6, "cli": 5,
-    "server": 4, "hooks": 4, "commands": 4,
+    "server": 4, "hooks": 4, "commands": 4, "ui": 4, "web": 4,
+    "guard": 3.5, "pages": 3.5, "mcp_app": 3.5,
     "render": 3.5, "schemas": 3.5, "outfile": 3.5,
     "service": 3,
     "retrieval": 2, "collector": 2, "budget": 2, "graph": 2, "consolidate": 2,
     "repair": 2.5,
-    "transfer": 2, "seeding": 2, "launch": 2,
-    "importing": 3.2, "importers": 2.1,
-    "base": 2.2, "claude_code": 2.2, "claude_mem": 2.2, "mcp_memory": 2.2, "mem0": 2.2,
+    "transfer": 2, "seeding": 2, "launch": 2, "editing": 2,
+    "importing": 3.2, "importers": 2.3,
+    "base": 2.1, "claude_code": 2.2, "claude_mem": 2.2, "mcp_memory": 2.2, "mem0": 2.2,
     "scoring": 1.5, "validation": 1.5, "redact": 1.5, "transcript": 1.5,
     "repository": 1,
     "lexicon": 0.5, "bm25": 0.5, "secret_rules": 0.5,
@@ -38,12 +39,22 @@ def local_imports(path: Path) -> set[str]:
             if node.module == "pma_mcp":
                 found.update(alias.name for alias in node.names)
             elif node.module.startswith("pma_mcp."):
-                found.add(node.module.split(".")[1])
+                found.update(_targets(node.module.split("."), [a.name for a in node.names]))
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.startswith("pma_mcp."):
                     found.add(alias.name.split(".")[1])
     return found
+
+
+def _targets(parts: list[str], names: list[str]) -> list[str]:
+    """Modules named by `from pma_mcp.X[.Y] import names`; inside a sub-package (pma_mcp/ui/)
+    each module is a layer of its own."""
+    if len(parts) > 2:
+        return [parts[-1]]
+    if (PACKAGE / parts[1]).is_dir():
+        return names
+    return [parts[1]]
 
 
 def modules() -> dict[str, Path]:

@@ -32,6 +32,8 @@ TOOLS = {
     "recall": ["query", "limit", "memory_type", "tags", "namespace", "min_score",
                "include_global"],
     "forget": ["memory_id"],
+    "update": ["memory_id", "content", "importance", "memory_type", "tags", "linked_entities",
+               "metadata"],
     "load_context": ["query", "token_budget", "namespace", "include_global"],
     "inspect": ["memory_id", "query"],
     "gc_preview": ["namespace"],
@@ -427,7 +429,8 @@ async def test_resources_stats_and_memory_by_id(app: MCPServer[Any], mode: Mode)
     async with connect(app, mode) as client:
         m = await remember(client, "Resource readable note")
         listed = await client.list_resources()
-        assert [str(r.uri) for r in listed.resources] == ["memory://stats"]
+        assert [str(r.uri) for r in listed.resources] == ["ui://pma/memory-view.html",
+                                                          "memory://stats"]
         templates = await client.list_resource_templates()
         assert [t.uri_template for t in templates.resource_templates] == ["memory://{id}"]
 

@@ -43,7 +43,7 @@ async def test_sdk_stdio_client_remember_recall_inspect_forget(
         env={"PMA_DB_PATH": str(tmp_path / "store.db")},
     )
     async with Client(params, mode=mode) as client:
-        assert len((await client.list_tools()).tools) == 9
+        assert len((await client.list_tools()).tools) == 10
         stored = await client.call_tool(
             "remember", {"content": "The billing service retries webhooks three times",
                          "importance": 0.8, "tags": ["billing"]})
