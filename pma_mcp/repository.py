@@ -848,6 +848,50 @@ class Repository:
         )
         return await self._fetch_all(self._conn, sql, (match, namespace, limit))
 
+    async def content_vectors(self, seqs: Sequence[int]) -> dict[int, str]:
+        """Stored content term vectors (" stem:tf", see bm25.encode) of memories by seq."""
+        out: dict[int, str] = {}
+        for start in range(0, len(seqs), 900):
+            chunk = tuple(seqs[start:start + 900])
+            async with self._conn.execute(
+                f"SELECT seq, terms FROM memories WHERE seq IN ({_placeholders(len(chunk))})",
+                chunk,
+            ) as cur:
+                out.update((int(seq), str(terms)) for seq, terms in await cur.fetchall())
+        return out
+
+    async def namespace_content_vectors(self, namespace: str) -> dict[int, str]:
+        """`content_vectors` of every current memory of one namespace, in one read."""
+        async with self._conn.execute(
+            "SELECT seq, terms FROM memories WHERE namespace = ? AND superseded_by IS NULL",
+            (namespace,),
+        ) as cur:
+            return {int(seq): str(terms) for seq, terms in await cur.fetchall()}
+
+    async def namespace_doc_freq(
+        self, namespace: str, terms: Sequence[str] | None = None
+    ) -> tuple[int, dict[str, int]]:
+        """(memories, per-term document count) of one namespace: every term it holds, or
+        only `terms`. Another namespace's words never count (see consolidate)."""
+        stats = await self.scope_stats(terms or (), [namespace])
+        if terms is not None:
+            return stats.docs, dict(stats.doc_freq)
+        async with self._conn.execute(
+            "SELECT term, df FROM namespace_terms WHERE namespace = ?", (namespace,)
+        ) as cur:
+            return stats.docs, {str(t): int(n) for t, n in await cur.fetchall()}
+
+    async def term_sequences(self, texts: Sequence[str]) -> list[list[str]]:
+        """Each text's index terms in order, as the FTS tokenizer reads it."""
+        out: list[list[str]] = [[] for _ in texts]
+        if not texts:
+            return out
+        async with self._write_lock:  # the scratch table: see analyze_terms
+            rows = await self._analyze(self._conn, texts)
+        for term, doc in rows:
+            out[doc].append(term)
+        return out
+
     async def by_gc_score(
         self,
         namespace: str,
