@@ -26,6 +26,7 @@ import itertools
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from pma_mcp import lexicon
 from pma_mcp.models import Memory, MergePair
@@ -69,7 +70,47 @@ class Vocabulary:
     def signature(self, terms: Iterable[str]) -> tuple[str, ...]:
         """The SIGNATURE_TERMS rarest signing terms among `terms` (distinct)."""
         ranks = sorted(filter(None, map(self._rank.get, terms)))
-        return tuple(self._ranked[r] for r in ranks[:SIGNATURE_TERMS])
+        return self.of_ranks(ranks[:SIGNATURE_TERMS])
+
+    def of_ranks(self, ranks: Iterable[int]) -> tuple[str, ...]:
+        """The terms of signing ranks (0: none)."""
+        return tuple(self._ranked[r] for r in ranks if r)
+
+    def signatures(self, vectors: Sequence[str]) -> tuple[list[list[int]], Any]:
+        """`neighbour_groups` of the signatures of many stored vectors, and each vector's
+        signature ranks (a row of SIGNATURE_TERMS ranks, 0 for none; `of_ranks` names
+        them). The same rule as `signature`, vectorised: a namespace's every memory."""
+        import numpy as np
+
+        n = len(vectors)
+        lengths = np.fromiter((v.count(":") for v in vectors), dtype=np.int64, count=n)
+        terms = " ".join(vectors).replace(":", " ").split()[::2]
+        ranks = np.fromiter(map(self._rank.get, terms, itertools.repeat(0)), dtype=np.int64,
+                            count=len(terms))
+        owner = np.repeat(np.arange(n, dtype=np.int64), lengths)
+        signing = ranks > 0
+        ranks, owner = ranks[signing], owner[signing]
+        order = np.lexsort((ranks, owner))
+        ranks, owner = ranks[order], owner[order]
+        position = np.arange(len(owner)) - np.searchsorted(owner, owner, side="left")
+        top = position < SIGNATURE_TERMS
+        table = np.zeros((n, SIGNATURE_TERMS), dtype=np.int64)
+        table[owner[top], position[top]] = ranks[top]
+        # Neighbour keys as integers a·M + b (a < b, b = 0 for a one-term signature).
+        m = len(self._ranked)
+        count = (table > 0).sum(axis=1)
+        first, second, third = table[:, 0], table[:, 1], table[:, 2]
+        parts = [(first * m, count == 1), (first * m + second, count >= 2),
+                 (first * m + third, count == 3), (second * m + third, count == 3)]
+        keys = np.concatenate([k[w] for k, w in parts])
+        members = np.concatenate([np.flatnonzero(w) for _, w in parts])
+        order = np.argsort(keys, kind="stable")
+        keys, members = keys[order], members[order]
+        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+        sizes = np.diff(np.r_[starts, len(keys)])
+        groups = [members[a:a + size].tolist() for a, size in zip(
+            starts[sizes > 1].tolist(), sizes[sizes > 1].tolist(), strict=True)]
+        return groups, table
 
 
 def vector_terms(vector: str) -> list[str]:
@@ -218,11 +259,10 @@ async def near_duplicates(
         vectors = await repo.namespace_content_vectors(namespace)
     else:
         vectors = await repo.content_vectors([m.seq for m in current])
-    signatures = [vocab.signature(vector_terms(vectors.get(m.seq, ""))) for m in current]
-    groups = neighbour_groups(signatures)
+    groups, table = vocab.signatures([vectors.get(m.seq, "") for m in current])
     grouped = sorted({i for members in groups for i in members})
     sequences = await repo.term_sequences([current[i].content for i in grouped])
-    found = {i: Profile(current[i], vocab, signatures[i], seq)
+    found = {i: Profile(current[i], vocab, vocab.of_ranks(table[i].tolist()), seq)
              for i, seq in zip(grouped, sequences, strict=True)}
     edges = similar_pairs(groups, found)
     return select(edges, {m.id: score_of(m) for e in edges for m in e[1:]})
