@@ -274,7 +274,7 @@ _M_COLUMNS = ", ".join(f"m.{c.strip()}" for c in _COLUMNS.split(","))
 GC_RECENT_HOURS = 48.0
 """Memories younger than this are read whole by `by_gc_score` (recency can still lift them)."""
 _GC_PAGE = 1_024
-_GC_ROWS = 128
+_GC_ROWS = 512
 _STATIC_SCORE = (
     "(? * m.importance + ? * exp(-0.1 * max(0.0, (? - m.created_at) / 3600.0)) "
     "+ ? * min(ln(1 + m.access_count) / 10.0, 1.0))"
