@@ -2,17 +2,20 @@
 
 Two current memories of one namespace are the same fact said twice when the cosine of their
 TF-IDF vectors is at least NEAR_DUPLICATE_COSINE. The vectors are over the index's own terms
-(the FTS tokenizer's Porter stems) and adjacent-term pairs, with sublinear tf and smoothed idf
-from the store's document frequencies (`Repository.term_stats`): a pair's similarity depends on
-the pair and the store, never on which other memories happen to be compared with it.
+(the FTS tokenizer's Porter stems, in the order the tokenizer reads the content) and
+adjacent-term pairs, with sublinear tf and smoothed idf from the namespace's own document
+frequencies (`namespace_terms`): a pair's similarity depends on the pair and its namespace,
+never on which other memories happen to be compared with it nor on another namespace's words.
 
 Only lexical neighbours are compared, never all pairs: a memory's signature is its
-SIGNATURE_TERMS rarest terms (document frequency ≤ MAX_SIGNATURE_DF), and two memories are
-compared when their signatures share two terms (one, if a signature has a single term). Two
-texts at cosine 0.85 share nearly all their weight, which sits on their rarest terms, so this
-finds the merges all-pairs found (benchmarks/bench_gc.py compares both) in time linear in the
-namespace. The namespace plan groups memories by signature pairs; `inspect` finds one memory's
-neighbours through the full-text index by the same rule, so both agree.
+SIGNATURE_TERMS rarest terms (document frequency ≤ MAX_SIGNATURE_DF), read from the term
+vector the store keeps with each memory (no re-tokenising), and two memories are compared when
+their signatures share two terms (one, if a signature has a single term). Two texts at cosine
+0.85 share nearly all their weight, which sits on their rarest terms, so this finds the merges
+all-pairs found (benchmarks/bench_gc.py compares both) in time linear in the namespace. Only
+memories that share a key with another are tokenised, for their vectors. The namespace plan
+groups memories by signature pairs; `inspect` finds one memory's neighbours through the
+full-text index by the same rule, so both agree.
 
 Exact duplicates never reach this point: `add` recognises them by content hash.
 """
@@ -23,6 +26,7 @@ import itertools
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from pma_mcp import lexicon
 from pma_mcp.models import Memory, MergePair
@@ -36,8 +40,6 @@ SIGNATURE_TERMS = 3
 MAX_SIGNATURE_DF = 1_000
 """A term in more memories than this says too little to make two memories neighbours; it
 also bounds the neighbours one signature can have."""
-_STATS_CHUNK = 5_000
-_UNRANKED = 1 << 62
 MAX_COMPONENT = 64
 """At most this many memories are followed through chains of near-duplicates by `inspect`."""
 
@@ -45,31 +47,17 @@ ScoreOf = Callable[[Memory], float]
 
 
 class Vocabulary:
-    """How the store reads words: each word's index terms, each term's document count, and
-    the terms that may sign a memory ranked rarest first (ties by term)."""
+    """One namespace's document counts: each term's, and the memories it holds. Terms that
+    may sign a memory are those the namespace counts at most MAX_SIGNATURE_DF times, ranked
+    rarest first (ties by term)."""
 
-    def __init__(
-        self, terms: Mapping[str, tuple[str, ...]], doc_freq: Mapping[str, int], total: int
-    ) -> None:
-        self.terms = terms
+    def __init__(self, doc_freq: Mapping[str, int], total: int) -> None:
         self.doc_freq = doc_freq
         self.total = total
         self._idf: dict[str, float] = {}
-        distinct = {t for ts in terms.values() for t in ts}
-        self.ranked = sorted(
-            (t for t in distinct if doc_freq.get(t, 0) <= MAX_SIGNATURE_DF),
-            key=lambda t: (doc_freq.get(t, 0), t),
-        )
-        rank = {t: i for i, t in enumerate(self.ranked)}
-        # Most words are one term: their rank in a flat map (C-speed lookups), others apart.
-        self._rank_of: dict[str, int] = {}
-        self._ranks_of: dict[str, tuple[int, ...]] = {}
-        for word, ts in terms.items():
-            if len(ts) == 1:
-                if ts[0] in rank:
-                    self._rank_of[word] = rank[ts[0]]
-            else:
-                self._ranks_of[word] = tuple(rank[t] for t in ts if t in rank)
+        ranked = sorted((n, t) for t, n in doc_freq.items() if 1 <= n <= MAX_SIGNATURE_DF)
+        self._ranked = ["", *(t for _, t in ranked)]  # ranks from 1: 0 is never a rank
+        self._rank = {t: i for i, t in enumerate(self._ranked) if i}
 
     def idf(self, term: str) -> float:
         """sklearn's smoothed idf: ln((1 + N) / (1 + df)) + 1."""
@@ -79,16 +67,56 @@ class Vocabulary:
             self._idf[term] = value
         return value
 
-    def signature(self, words: Iterable[str]) -> tuple[str, ...]:
-        """The SIGNATURE_TERMS rarest signing terms of a text's words."""
-        distinct = set(words)
-        found = set(map(self._rank_of.get, distinct, itertools.repeat(_UNRANKED)))
-        if self._ranks_of:
-            for word in distinct:
-                if word in self._ranks_of:
-                    found.update(self._ranks_of[word])
-        ranks = sorted(found)[:SIGNATURE_TERMS + 1]
-        return tuple(self.ranked[r] for r in ranks if r != _UNRANKED)[:SIGNATURE_TERMS]
+    def signature(self, terms: Iterable[str]) -> tuple[str, ...]:
+        """The SIGNATURE_TERMS rarest signing terms among `terms` (distinct)."""
+        ranks = sorted(filter(None, map(self._rank.get, terms)))
+        return self.of_ranks(ranks[:SIGNATURE_TERMS])
+
+    def of_ranks(self, ranks: Iterable[int]) -> tuple[str, ...]:
+        """The terms of signing ranks (0: none)."""
+        return tuple(self._ranked[r] for r in ranks if r)
+
+    def signatures(self, vectors: Sequence[str]) -> tuple[list[list[int]], Any]:
+        """`neighbour_groups` of the signatures of many stored vectors, and each vector's
+        signature ranks (a row of SIGNATURE_TERMS ranks, 0 for none; `of_ranks` names
+        them). The same rule as `signature`, vectorised: a namespace's every memory."""
+        import numpy as np
+
+        n = len(vectors)
+        lengths = np.fromiter((v.count(":") for v in vectors), dtype=np.int64, count=n)
+        terms = " ".join(vectors).replace(":", " ").split()[::2]
+        ranks = np.fromiter(map(self._rank.get, terms, itertools.repeat(0)), dtype=np.int64,
+                            count=len(terms))
+        owner = np.repeat(np.arange(n, dtype=np.int64), lengths)
+        signing = ranks > 0
+        ranks, owner = ranks[signing], owner[signing]
+        order = np.lexsort((ranks, owner))
+        ranks, owner = ranks[order], owner[order]
+        position = np.arange(len(owner)) - np.searchsorted(owner, owner, side="left")
+        top = position < SIGNATURE_TERMS
+        table = np.zeros((n, SIGNATURE_TERMS), dtype=np.int64)
+        table[owner[top], position[top]] = ranks[top]
+        # Neighbour keys as integers a·M + b (a < b, b = 0 for a one-term signature).
+        m = len(self._ranked)
+        count = (table > 0).sum(axis=1)
+        first, second, third = table[:, 0], table[:, 1], table[:, 2]
+        parts = [(first * m, count == 1), (first * m + second, count >= 2),
+                 (first * m + third, count == 3), (second * m + third, count == 3)]
+        keys = np.concatenate([k[w] for k, w in parts])
+        members = np.concatenate([np.flatnonzero(w) for _, w in parts])
+        order = np.argsort(keys, kind="stable")
+        keys, members = keys[order], members[order]
+        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+        sizes = np.diff(np.r_[starts, len(keys)])
+        groups = [members[a:a + size].tolist() for a, size in zip(
+            starts[sizes > 1].tolist(), sizes[sizes > 1].tolist(), strict=True)]
+        return groups, table
+
+
+def vector_terms(vector: str) -> list[str]:
+    """The distinct terms of a stored term vector (" term:tf term:tf", see bm25.encode);
+    tokenizer terms never hold a space or a colon."""
+    return vector.replace(":", " ").split()[::2]
 
 
 def neighbour_keys(signature: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
@@ -100,38 +128,30 @@ def neighbour_keys(signature: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
 
 
 class Profile:
-    """One memory as the merge rule sees it: its signature, neighbour keys, a word of its text
-    for each signature term (`probes`, what the FTS index matches) and, computed only when
-    compared, its vector."""
+    """One memory as the merge rule sees it: its signature and neighbour keys (from its stored
+    term vector) and its TF-IDF vector (from its content's term sequence)."""
 
-    def __init__(self, memory: Memory, vocabulary: Vocabulary, words: Sequence[str]) -> None:
+    def __init__(
+        self, memory: Memory, vocabulary: Vocabulary, signature: tuple[str, ...],
+        sequence: Sequence[str],
+    ) -> None:
         self.memory = memory
-        self._vocabulary = vocabulary
-        terms = vocabulary.terms
-        self._sequence = [(t, w) for w in words for t in terms.get(w, ())]
-        self.signature = vocabulary.signature(words)
-        first: dict[str, str] = {}  # each term with the first word that gives it
-        for term, word in self._sequence:
-            first.setdefault(term, word)
-        self.probes = tuple(first[t] for t in self.signature)
-        self.keys = neighbour_keys(self.signature)
-        self._vector: dict[str, float] | None = None
+        self.signature = signature
+        self.keys = neighbour_keys(signature)
+        self.vector = _tf_idf(sequence, vocabulary)
 
-    @property
-    def vector(self) -> Mapping[str, float]:
-        """Sublinear tf × idf over terms and adjacent-term pairs (a pair weighs as its rarer
-        term: its own document count is not kept), L2-normalised."""
-        if self._vector is None:
-            idf = self._vocabulary.idf
-            terms = [t for t, _ in self._sequence]
-            weights: dict[str, float] = {}
-            for term, n in Counter(terms).items():
-                weights[term] = (1.0 + math.log(n)) * idf(term)
-            for (a, b), n in Counter(itertools.pairwise(terms)).items():
-                weights[f"{a} {b}"] = (1.0 + math.log(n)) * max(idf(a), idf(b))
-            norm = math.sqrt(sum(w * w for w in weights.values())) or 1.0
-            self._vector = {k: w / norm for k, w in weights.items()}
-        return self._vector
+
+def _tf_idf(terms: Sequence[str], vocabulary: Vocabulary) -> dict[str, float]:
+    """Sublinear tf × idf over terms and adjacent-term pairs (a pair weighs as its rarer term:
+    its own document count is not kept), L2-normalised."""
+    idf = vocabulary.idf
+    weights: dict[str, float] = {}
+    for term, n in Counter(terms).items():
+        weights[term] = (1.0 + math.log(n)) * idf(term)
+    for (a, b), n in Counter(itertools.pairwise(terms)).items():
+        weights[f"{a} {b}"] = (1.0 + math.log(n)) * max(idf(a), idf(b))
+    norm = math.sqrt(sum(w * w for w in weights.values())) or 1.0
+    return {k: w / norm for k, w in weights.items()}
 
 
 def neighbours(a: Profile, b: Profile) -> bool:
@@ -169,69 +189,61 @@ def select(
     return pairs
 
 
+def neighbour_groups(signatures: Sequence[tuple[str, ...]]) -> list[list[int]]:
+    """Indexes of the signatures sharing each neighbour key, for keys shared at all."""
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for i, signature in enumerate(signatures):
+        for key in neighbour_keys(signature):
+            groups.setdefault(key, []).append(i)
+    return [members for members in groups.values() if len(members) > 1]
+
+
 def similar_pairs(
-    memories: Sequence[Memory],
-    words: Sequence[Sequence[str]],
-    vocabulary: Vocabulary,
+    groups: Iterable[Sequence[int]],
+    profiles: Mapping[int, Profile],
     threshold: float = NEAR_DUPLICATE_COSINE,
 ) -> list[tuple[float, Memory, Memory]]:
-    """Every neighbouring pair at or above `threshold`, found through shared neighbour keys;
-    only memories that have a neighbour get a vector."""
-    groups: dict[tuple[str, ...], list[int]] = {}
-    for i, text in enumerate(words):
-        for key in neighbour_keys(vocabulary.signature(text)):
-            groups.setdefault(key, []).append(i)
-    profiles: dict[int, Profile] = {}
-
-    def profile(i: int) -> Profile:
-        if i not in profiles:
-            profiles[i] = Profile(memories[i], vocabulary, words[i])
-        return profiles[i]
-
+    """Every pair within a neighbour group at or above `threshold`, each pair once."""
     seen: set[tuple[int, int]] = set()
     edges = []
-    for members in groups.values():
+    for members in groups:
         for i, j in itertools.combinations(members, 2):
             if (i, j) in seen:
                 continue
             seen.add((i, j))
-            value = cosine(profile(i), profile(j))
+            a, b = profiles[i], profiles[j]
+            value = cosine(a, b)
             if value >= threshold:
-                edges.append((value, memories[i], memories[j]))
+                edges.append((value, a.memory, b.memory))
     return edges
 
 
 # ------------------------------------------------------------------ with the store
 
 
-async def vocabulary(repo: Repository, texts: Iterable[Sequence[str]]) -> Vocabulary:
-    """The index terms of every word of `texts` (each a list of words) and their document
-    frequencies. A run of ASCII digits is its own term (no stemming applies to it)."""
-    words = {w for text in texts for w in text}
-    terms: dict[str, list[str]] = {w: [w] for w in words if w.isascii() and w.isdigit()}
-    for word, term in await repo.analyze_terms(sorted(words - terms.keys())):
-        terms.setdefault(word, []).append(term)
-    distinct = sorted({t for ts in terms.values() for t in ts})
-    doc_freq: dict[str, int] = {}
-    total = 0
-    for start in range(0, max(len(distinct), 1), _STATS_CHUNK):
-        stats = await repo.term_stats(distinct[start:start + _STATS_CHUNK])
-        doc_freq.update(stats.content_freq)
-        total = stats.total_docs
-    return Vocabulary(terms={w: tuple(ts) for w, ts in terms.items()},
-                      doc_freq=doc_freq, total=total)
+async def namespace_vocabulary(repo: Repository, namespace: str) -> Vocabulary:
+    total, doc_freq = await repo.namespace_doc_freq(namespace)
+    return Vocabulary(doc_freq, total)
 
 
-async def profiles(repo: Repository, memories: Sequence[Memory]) -> list[Profile]:
-    words = [lexicon.words(m.content) for m in memories]
-    vocab = await vocabulary(repo, words)
-    return [Profile(m, vocab, w) for m, w in zip(memories, words, strict=True)]
+async def profiles(
+    repo: Repository, memories: Sequence[Memory], vectors: Mapping[int, str],
+    vocabulary: Vocabulary,
+) -> list[Profile]:
+    """Profiles of `memories` (their stored vectors given): one tokenising pass for all."""
+    sequences = await repo.term_sequences([m.content for m in memories])
+    return [Profile(m, vocabulary, vocabulary.signature(vector_terms(vectors.get(m.seq, ""))),
+                    seq) for m, seq in zip(memories, sequences, strict=True)]
 
 
 def _current(memories: Iterable[Memory]) -> list[Memory]:
     # A corrected memory and its correction are alike by nature; merging them could keep the
     # wrong one, so superseded memories never take part.
     return [m for m in memories if m.superseded_by is None]
+
+
+_WHOLE_NAMESPACE_READ = 5_000
+"""From this many memories their vectors are read with the namespace's, not by seq."""
 
 
 async def near_duplicates(
@@ -241,9 +253,27 @@ async def near_duplicates(
     current = _current(memories)
     if len(current) < 2:
         return []
-    words = [lexicon.words(m.content) for m in current]
-    edges = similar_pairs(current, words, await vocabulary(repo, words))
+    namespace = current[0].namespace
+    vocab = await namespace_vocabulary(repo, namespace)
+    if len(current) >= _WHOLE_NAMESPACE_READ:
+        vectors = await repo.namespace_content_vectors(namespace)
+    else:
+        vectors = await repo.content_vectors([m.seq for m in current])
+    groups, table = vocab.signatures([vectors.get(m.seq, "") for m in current])
+    grouped = sorted({i for members in groups for i in members})
+    sequences = await repo.term_sequences([current[i].content for i in grouped])
+    found = {i: Profile(current[i], vocab, vocab.of_ranks(table[i].tolist()), seq)
+             for i, seq in zip(grouped, sequences, strict=True)}
+    edges = similar_pairs(groups, found)
     return select(edges, {m.id: score_of(m) for e in edges for m in e[1:]})
+
+
+async def _probe_words(repo: Repository, memory: Memory, terms: Sequence[str]) -> list[str]:
+    """A word of `memory`'s text for each of `terms` (the full-text index matches words)."""
+    first: dict[str, str] = {}
+    for word, term in await repo.analyze_terms(list(dict.fromkeys(lexicon.words(memory.content)))):
+        first.setdefault(term, word)
+    return [first.get(t, "") for t in terms]
 
 
 async def merge_of(repo: Repository, memory: Memory, score_of: ScoreOf) -> MergePair | None:
@@ -251,21 +281,33 @@ async def merge_of(repo: Repository, memory: Memory, score_of: ScoreOf) -> Merge
     chain of near-duplicates alone (found through the full-text index)."""
     if memory.superseded_by is not None:
         return None
+    namespace = memory.namespace
+    vectors: dict[int, str] = {}
+
+    async def make(batch: Sequence[Memory]) -> list[Profile]:
+        vectors.update(await repo.content_vectors([m.seq for m in batch]))
+        terms = sorted({t for m in batch for t in vector_terms(vectors.get(m.seq, ""))})
+        total, doc_freq = await repo.namespace_doc_freq(namespace, terms)
+        return await profiles(repo, batch, vectors, Vocabulary(doc_freq, total))
+
     found: dict[str, Profile] = {}
     pending = [memory]
     edges: dict[tuple[str, str], tuple[float, Memory, Memory]] = {}
     while pending and len(found) < MAX_COMPONENT:
-        fresh = await profiles(repo, pending)
+        fresh = await make(pending)
         found.update((p.memory.id, p) for p in fresh)
         pending = []
         for p in fresh:
             if not p.signature:
                 continue
-            groups = [[p.probes[p.signature.index(t)] for t in key] for key in p.keys]
-            others = [o for o in await repo.memories_matching_all(p.memory.namespace, groups)
+            probes = dict(zip(p.signature, await _probe_words(repo, p.memory, p.signature),
+                              strict=True))
+            groups = [[probes[t] for t in key] for key in p.keys
+                      if all(probes[t] for t in key)]
+            others = [o for o in await repo.memories_matching_all(namespace, groups)
                       if o.id != p.memory.id]
             known = [found[o.id] for o in others if o.id in found]
-            new = await profiles(repo, [o for o in others if o.id not in found])
+            new = await make([o for o in others if o.id not in found]) if others else []
             for q in [*known, *new]:
                 if not neighbours(p, q) or (value := cosine(p, q)) < NEAR_DUPLICATE_COSINE:
                     continue

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import heapq
 import json
 import logging
 import math
@@ -254,6 +255,14 @@ MIGRATIONS: tuple[db.Migration, ...] = (
         # row (~0.5 s at 100k); from this index it is a scan of the index alone.
         ("CREATE INDEX memories_created ON memories(namespace, created_at)",),
     ),
+    db.Migration(
+        10,
+        "importance and access count per namespace: inspect's bounded read (by_gc_score)",
+        # Index only: reading memories best-scored first without a query had to score and
+        # sort the whole namespace (~0.3 s at 100k); see Repository.by_gc_score.
+        ("CREATE INDEX memories_importance ON memories(namespace, importance)",
+         "CREATE INDEX memories_accessed ON memories(namespace, access_count)"),
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
@@ -262,6 +271,10 @@ _COLUMNS = (
     "access_count, created_at, accessed_at, metadata, session_id, content_hash, superseded_by"
 )
 _M_COLUMNS = ", ".join(f"m.{c.strip()}" for c in _COLUMNS.split(","))
+GC_RECENT_HOURS = 48.0
+"""Memories younger than this are read whole by `by_gc_score` (recency can still lift them)."""
+_GC_PAGE = 1_024
+_GC_ROWS = 512
 _STATIC_SCORE = (
     "(? * m.importance + ? * exp(-0.1 * max(0.0, (? - m.created_at) / 3600.0)) "
     "+ ? * min(ln(1 + m.access_count) / 10.0, 1.0))"
@@ -698,10 +711,13 @@ class Repository:
     async def find_by_prefix(
         self, prefix: str, namespaces: Sequence[str], limit: int = 20
     ) -> list[Memory]:
-        """Memories in `namespaces` whose id starts with `prefix` (hex only, so no LIKE escapes)."""
+        """Memories in `namespaces` whose id starts with `prefix` (hex only, so no LIKE escapes).
+
+        `+namespace` keeps the planner on the id index: without statistics it preferred a
+        namespace index and read the whole namespace (~0.1 s at 100k) to find one id."""
         sql = (
             f"SELECT {_COLUMNS} FROM memories m WHERE id >= ? AND id < ? "
-            f"AND namespace IN ({_placeholders(len(namespaces))}) ORDER BY id LIMIT ?"
+            f"AND +namespace IN ({_placeholders(len(namespaces))}) ORDER BY id LIMIT ?"
         )
         upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
         return await self._fetch_all(self._conn, sql, (prefix, upper, *namespaces, limit))
@@ -848,6 +864,50 @@ class Repository:
         )
         return await self._fetch_all(self._conn, sql, (match, namespace, limit))
 
+    async def content_vectors(self, seqs: Sequence[int]) -> dict[int, str]:
+        """Stored content term vectors (" stem:tf", see bm25.encode) of memories by seq."""
+        out: dict[int, str] = {}
+        for start in range(0, len(seqs), 900):
+            chunk = tuple(seqs[start:start + 900])
+            async with self._conn.execute(
+                f"SELECT seq, terms FROM memories WHERE seq IN ({_placeholders(len(chunk))})",
+                chunk,
+            ) as cur:
+                out.update((int(seq), str(terms)) for seq, terms in await cur.fetchall())
+        return out
+
+    async def namespace_content_vectors(self, namespace: str) -> dict[int, str]:
+        """`content_vectors` of every current memory of one namespace, in one read."""
+        async with self._conn.execute(
+            "SELECT seq, terms FROM memories WHERE namespace = ? AND superseded_by IS NULL",
+            (namespace,),
+        ) as cur:
+            return {int(seq): str(terms) for seq, terms in await cur.fetchall()}
+
+    async def namespace_doc_freq(
+        self, namespace: str, terms: Sequence[str] | None = None
+    ) -> tuple[int, dict[str, int]]:
+        """(memories, per-term document count) of one namespace: every term it holds, or
+        only `terms`. Another namespace's words never count (see consolidate)."""
+        stats = await self.scope_stats(terms or (), [namespace])
+        if terms is not None:
+            return stats.docs, dict(stats.doc_freq)
+        async with self._conn.execute(
+            "SELECT term, df FROM namespace_terms WHERE namespace = ?", (namespace,)
+        ) as cur:
+            return stats.docs, {str(t): int(n) for t, n in await cur.fetchall()}
+
+    async def term_sequences(self, texts: Sequence[str]) -> list[list[str]]:
+        """Each text's index terms in order, as the FTS tokenizer reads it."""
+        out: list[list[str]] = [[] for _ in texts]
+        if not texts:
+            return out
+        async with self._write_lock:  # the scratch table: see analyze_terms
+            rows = await self._analyze(self._conn, texts)
+        for term, doc in rows:
+            out[doc].append(term)
+        return out
+
     async def by_gc_score(
         self,
         namespace: str,
@@ -859,32 +919,74 @@ class Repository:
     ) -> AsyncGenerator[Memory, None]:
         """Current memories of `namespace` scoring at least `at_least` without a query, best
         first (ties: newest first); archived ones only from `archived_at_least`. Read lazily,
-        so a caller that has seen enough stops the scan. The expression mirrors
-        `scoring.score` only to order rows inside SQLite; callers rescore with scoring.py."""
-        inner = (f"SELECT {_M_COLUMNS}, {_STATIC_SCORE} AS gc_score FROM memories m "
-                 "WHERE m.namespace = ? AND m.superseded_by IS NULL")
-        where = "gc_score >= ? AND (memory_type != 'archived' OR gc_score >= ?)"
-        order = "ORDER BY gc_score DESC, seq DESC LIMIT ?"
-        head = (weights.importance, weights.recency, now, weights.access, namespace,
-                at_least, archived_at_least)
-        # Pages with a bounded sort: a caller usually stops within the first one.
-        page, after = 2048, None
-        args: tuple[Any, ...]
+        so a caller that has seen enough stops early. The expression mirrors `scoring.score`
+        only to order rows inside SQLite; callers rescore with scoring.py.
+
+        No index can order by a score that moves with `now`, so the score is bounded instead:
+        a memory older than GC_RECENT_HOURS gets at most w_r·exp(−0.1·GC_RECENT_HOURS) from
+        recency, and none more from access than the namespace's most accessed memory (read
+        from the access_count index). The few younger memories are read whole (created_at
+        index); all the others in descending importance (its index), so each page bounds
+        what any unread one can score: w_i·importance + those two maxima. A memory is yielded
+        once nothing unread can outscore it.
+        """
+        score_sql = _STATIC_SCORE
+        head = (weights.importance, weights.recency, now, weights.access)
+        recent_since = now - GC_RECENT_HOURS * 3600.0
+        keep = "gc_score >= ? AND (m.memory_type != 'archived' OR gc_score >= ?)"
+        select = (f"SELECT m.seq, m.importance, {score_sql} AS gc_score FROM memories m "
+                  "INDEXED BY {index} WHERE m.namespace = ? AND m.superseded_by IS NULL ")
+        heap: list[tuple[float, int]] = []  # (−score, −seq): best first, newest on a tie
+        recent = select.format(index="memories_created") + f"AND m.created_at >= ? AND {keep}"
+        async with self._conn.execute(
+            recent, (*head, namespace, recent_since, at_least, archived_at_least)
+        ) as cur:
+            heap.extend((-float(score), -int(seq)) for seq, _, score in await cur.fetchall())
+        heapq.heapify(heap)
+        async with self._conn.execute(
+            "SELECT max(access_count) FROM memories INDEXED BY memories_accessed "
+            "WHERE namespace = ?", (namespace,),
+        ) as cur:
+            most = await cur.fetchone()
+        most_accesses = int(most[0]) if most and most[0] is not None else 0
+        slack = (weights.recency * math.exp(-0.1 * GC_RECENT_HOURS)  # as _STATIC_SCORE
+                 + weights.access * min(math.log1p(max(most_accesses, 0)) / 10.0, 1.0))
+        rest = (select.format(index="memories_importance")
+                + "AND m.created_at < ? AND m.importance >= ? {after} AND " + keep
+                + " ORDER BY m.importance DESC, m.seq DESC LIMIT ?")
+        # Below this importance no older memory can reach at_least.
+        lowest = ((at_least - slack) / weights.importance - 1e-9 if weights.importance > 0
+                  else -math.inf)
+        after: tuple[float, int] | None = None
+        bound = math.inf  # what an unread older memory can score at most
         while True:
-            if after is None:
-                sql, args = f"SELECT * FROM ({inner}) WHERE {where} {order}", (*head, page)
-            else:
-                sql = (f"SELECT * FROM ({inner}) WHERE {where} "
-                       f"AND (gc_score < ? OR (gc_score = ? AND seq < ?)) {order}")
-                args = (*head, after[0], after[0], after[1], page)
-            async with self._conn.execute(sql, args) as cur:
-                rows = list(await cur.fetchall())
-            for row in rows:
-                yield _memory(row)
-            if len(rows) < page:
+            ready: list[int] = []
+            while heap and (-heap[0][0] > bound + 1e-9 or bound == -math.inf):
+                ready.append(-heapq.heappop(heap)[1])
+            for start in range(0, len(ready), _GC_ROWS):
+                chunk = ready[start:start + _GC_ROWS]
+                rows = await self.memories_by_seq(chunk)
+                for seq in chunk:
+                    if seq in rows:  # gone since (another process's GC): skipped
+                        yield rows[seq]
+            if bound == -math.inf:
                 return
-            after = (float(rows[-1]["gc_score"]), int(rows[-1]["seq"]))
-            page *= 4
+            where = ("" if after is None
+                     else "AND (m.importance < ? OR (m.importance = ? AND m.seq < ?))")
+            args = (*head, namespace, recent_since, lowest,
+                    *(() if after is None else (after[0], after[0], after[1])),
+                    at_least, archived_at_least, _GC_PAGE)
+            async with self._conn.execute(rest.format(after=where), args) as cur:
+                page = list(await cur.fetchall())
+            for seq, _, score in page:
+                heapq.heappush(heap, (-float(score), -int(seq)))
+            if len(page) < _GC_PAGE:
+                bound = -math.inf
+            else:
+                after = (float(page[-1][1]), int(page[-1][0]))
+                bound = weights.importance * after[0] + slack
+                if bound < at_least:
+                    bound = -math.inf
 
     async def namespace_memories(
         self,
