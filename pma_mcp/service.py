@@ -615,21 +615,9 @@ class MemoryService:
     def _memory(self, new: NewMemory, memory_id: str, created: float) -> Memory:
         """A memory from a validated write; its token count and content hash are made here."""
         when = to_datetime(created)
-        return Memory(
-            id=memory_id,
-            namespace=new.namespace,
-            content=new.content,
-            memory_type=new.memory_type,
-            importance=new.importance,
-            tags=new.tags,
-            linked_entities=new.linked_entities,
-            token_count=self.counter.count(new.content),
-            created_at=when,
-            accessed_at=when,
-            metadata=new.metadata,
-            session_id=new.session_id,
-            content_hash=transfer.content_hash(new.content),
-        )
+        return transfer.build(new, memory_id=memory_id,
+                              token_count=self.counter.count(new.content),
+                              created_at=when, accessed_at=when)
 
     async def seed_from_project(
         self, path: str | Path, *, namespace: str | None = None

@@ -19,7 +19,7 @@ from typing import Any
 
 from pma_mcp import validation
 from pma_mcp.errors import InvalidInput
-from pma_mcp.models import Memory
+from pma_mcp.models import Memory, NewMemory
 from pma_mcp.redact import scrub_values
 
 FORMAT = "pma-mcp-export"
@@ -122,6 +122,21 @@ def _from_record(record: object, namespace: str | None) -> Memory:
     created = _time("created_at", record.get("created_at"))
     accessed = _time("accessed_at", record.get("accessed_at", record.get("created_at")))
     token_count = _count("token_count", record.get("token_count"))
+    return build(new, memory_id=memory_id, token_count=token_count, created_at=created,
+                 accessed_at=accessed, access_count=access, superseded_by=superseded)
+
+
+def build(
+    new: NewMemory,
+    *,
+    memory_id: str,
+    token_count: int,
+    created_at: datetime,
+    accessed_at: datetime,
+    access_count: int = 0,
+    superseded_by: str | None = None,
+) -> Memory:
+    """The one place a validated write becomes a Memory (add, import, importers)."""
     return Memory(
         id=memory_id,
         namespace=new.namespace,
@@ -131,13 +146,13 @@ def _from_record(record: object, namespace: str | None) -> Memory:
         tags=new.tags,
         linked_entities=new.linked_entities,
         token_count=token_count,
-        access_count=access,
-        created_at=created,
-        accessed_at=accessed,
+        access_count=access_count,
+        created_at=created_at,
+        accessed_at=accessed_at,
         metadata=new.metadata,
         session_id=new.session_id,
         content_hash=content_hash(new.content),
-        superseded_by=superseded,
+        superseded_by=superseded_by,
     )
 
 
