@@ -42,8 +42,8 @@ from pma_mcp import collector
 from pma_mcp.budget import WordEstimate
 from pma_mcp.config import Settings
 from pma_mcp.models import GCPreview, Memory, MemoryType, MergePair, to_datetime
-from pma_mcp.repository import GCBatching, Repository
 from pma_mcp.service import MemoryService
+from pma_mcp.store.sqlite.repository import GCBatching, Repository
 from pma_mcp.transfer import content_hash
 
 NAMESPACE = "/bench/gc"

@@ -37,8 +37,8 @@ from benchmarks.locomo import load, machine, percentile
 from pma_mcp.budget import WordEstimate
 from pma_mcp.config import Settings
 from pma_mcp.models import Memory, MemoryType
-from pma_mcp.repository import Repository
 from pma_mcp.service import MemoryService
+from pma_mcp.store.sqlite.repository import Repository
 from pma_mcp.transfer import content_hash
 
 NAMESPACE = "/bench/project"

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 from pma_mcp.budget import WordEstimate
 from pma_mcp.models import Memory, MemoryType
-from pma_mcp.repository import Repository
+from pma_mcp.store.sqlite.repository import Repository
 from pma_mcp.transfer import content_hash
 
 VOCABULARY = 20_000

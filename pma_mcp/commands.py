@@ -30,13 +30,14 @@ from urllib.parse import quote
 
 import aiosqlite
 
-from pma_mcp import __version__, db, launch, outfile, render, seeding
+from pma_mcp import __version__, launch, outfile, render, seeding
 from pma_mcp.config import GLOBAL_NAMESPACE, Settings, resolve_namespace
 from pma_mcp.errors import NotFound, PmaError
 from pma_mcp.models import GCDecision, MemoryType
 from pma_mcp.render import Finding
-from pma_mcp.repository import SCHEMA_VERSION, Repository
 from pma_mcp.service import MAX_LIMIT, MemoryService
+from pma_mcp.store.sqlite import db
+from pma_mcp.store.sqlite.repository import SCHEMA_VERSION, Repository
 
 log = logging.getLogger(__name__)
 

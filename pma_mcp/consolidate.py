@@ -30,7 +30,7 @@ from typing import Any
 
 from pma_mcp import lexicon
 from pma_mcp.models import Memory, MergePair
-from pma_mcp.repository import Repository
+from pma_mcp.store.sqlite.repository import Repository
 
 NEAR_DUPLICATE_COSINE = 0.85
 """TF-IDF cosine at or above which two memories of one namespace are the same fact said twice.

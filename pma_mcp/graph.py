@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from pma_mcp.models import Related
-from pma_mcp.repository import Repository
+from pma_mcp.store.sqlite.repository import Repository
 
 MAX_NEIGHBOURS = 50
 

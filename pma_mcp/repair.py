@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pma_mcp import db, transfer
+from pma_mcp import transfer
 from pma_mcp.errors import InvalidInput, StorageError
 from pma_mcp.models import Memory
-from pma_mcp.repository import Repository
+from pma_mcp.store.sqlite import db
+from pma_mcp.store.sqlite.repository import Repository
 
 MEMORY_COLUMNS = (
     "id, namespace, content, memory_type, importance, tags, linked_entities, token_count, "

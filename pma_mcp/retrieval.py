@@ -48,8 +48,8 @@ from dataclasses import dataclass
 from pma_mcp import bm25, lexicon
 from pma_mcp.config import Weights
 from pma_mcp.models import Memory, Scope, ScoredMemory
-from pma_mcp.repository import Repository, TermStats
 from pma_mcp.scoring import relevance_rank, score
+from pma_mcp.store.sqlite.repository import Repository, TermStats
 
 CANDIDATES = 300
 """How many BM25 candidates are re-ranked."""

@@ -47,8 +47,8 @@ from pma_mcp.models import (
     UpdateResult,
     to_datetime,
 )
-from pma_mcp.repository import Repository
 from pma_mcp.scoring import breakdown
+from pma_mcp.store.sqlite.repository import Repository
 
 Clock = Callable[[], float]
 

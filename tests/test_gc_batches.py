@@ -16,8 +16,8 @@ from pathlib import Path
 from pma_mcp.budget import WordEstimate
 from pma_mcp.config import Settings
 from pma_mcp.models import Memory, MemoryType, to_datetime
-from pma_mcp.repository import GCBatching, Repository
 from pma_mcp.service import MemoryService
+from pma_mcp.store.sqlite.repository import GCBatching, Repository
 from pma_mcp.transfer import content_hash
 from tests.conftest import PROJECT, FakeClock
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pma_mcp import collector, scoring
 from pma_mcp.models import Memory, MemoryType, to_datetime
-from pma_mcp.repository import Repository
+from pma_mcp.store.sqlite.repository import Repository
 from pma_mcp.transfer import content_hash
 
 NOW = 1_800_000_000.0

@@ -669,7 +669,7 @@ def test_a_word_in_no_memory_does_not_use_up_the_postings_budget() -> None:
     """A prompt nearly always holds some word no memory has; if that word alone filled the
     MATCH, a large store would never find anything for the prompt hook."""
     from pma_mcp import retrieval
-    from pma_mcp.repository import TermStats
+    from pma_mcp.store.sqlite.repository import TermStats
 
     stats = TermStats(total_docs=100_000, doc_freq={"cach": 3_000, "layer": 2_500},
                       content_freq={"cach": 3_000, "layer": 2_500})

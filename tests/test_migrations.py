@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pma_mcp import db
 from pma_mcp.errors import StorageError
-from pma_mcp.repository import MIGRATIONS, SCHEMA_VERSION, Repository
+from pma_mcp.store.sqlite import db
+from pma_mcp.store.sqlite.repository import MIGRATIONS, SCHEMA_VERSION, Repository
 
 
 async def test_fresh_file_gets_every_migration(tmp_path: Path) -> None:

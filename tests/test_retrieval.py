@@ -128,7 +128,7 @@ async def test_breakdown_is_truthful(service: MemoryService) -> None:
 
 
 def test_common_terms_leave_the_match_only_while_rarer_ones_exist() -> None:
-    from pma_mcp.repository import TermStats
+    from pma_mcp.store.sqlite.repository import TermStats
 
     stats = TermStats(
         total_docs=100_000,

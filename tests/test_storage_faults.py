@@ -26,12 +26,13 @@ import pytest
 from mcp import Client
 from mcp.types import CallToolResult, TextContent
 
-from pma_mcp import db, repair
+from pma_mcp import repair
 from pma_mcp.budget import WordEstimate
 from pma_mcp.config import Settings
 from pma_mcp.errors import DatabaseDamagedError, InvalidInput
 from pma_mcp.server import build_server
 from pma_mcp.service import MemoryService
+from pma_mcp.store.sqlite import db
 from tests.conftest import PROJECT
 from tests.reliability.procs import RawServer, child_env, tool_error
 from tests.test_hooks import Hook, hook_env, prompt_input, stop_input

@@ -12,7 +12,7 @@ Each row keeps its `created_at_epoch` (milliseconds) as `created_at`. `project` 
 name; `merged_into_project` when set) maps to a namespace: --namespace if given, else the
 current namespace when its last path part is that name, else the name itself.
 
-This module holds the only SQL outside repository.py: it reads another program's file, never
+This module holds the only SQL outside the store package: it reads another program's file, never
 our store, and only with SELECT on a read-only connection.
 """
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pma_mcp.repository import Consistency, Repository
+from pma_mcp.store.sqlite.repository import Consistency, Repository
 
 
 @contextmanager

@@ -42,7 +42,7 @@ from typing import Any
 
 import aiosqlite
 
-from pma_mcp import bm25, db
+from pma_mcp import bm25
 from pma_mcp.config import Weights, uncanonical_namespaces
 from pma_mcp.errors import InvalidInput, NotFound, StorageError
 from pma_mcp.lexicon import speaker_of
@@ -55,6 +55,7 @@ from pma_mcp.models import (
     Scope,
     to_datetime,
 )
+from pma_mcp.store.sqlite import db
 
 log = logging.getLogger(__name__)
 
