@@ -37,7 +37,8 @@ from pma_mcp.models import GCDecision, MemoryType
 from pma_mcp.render import Finding
 from pma_mcp.service import MAX_LIMIT, MemoryService
 from pma_mcp.store.sqlite import db
-from pma_mcp.store.sqlite.repository import SCHEMA_VERSION, Repository
+from pma_mcp.store.sqlite.repository import Repository
+from pma_mcp.store.sqlite.schema import SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
 

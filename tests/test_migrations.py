@@ -10,7 +10,8 @@ import pytest
 
 from pma_mcp.errors import StorageError
 from pma_mcp.store.sqlite import db
-from pma_mcp.store.sqlite.repository import MIGRATIONS, SCHEMA_VERSION, Repository
+from pma_mcp.store.sqlite.repository import Repository
+from pma_mcp.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 
 
 async def test_fresh_file_gets_every_migration(tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ import pytest
 from pma_mcp.budget import WordEstimate
 from pma_mcp.config import Settings
 from pma_mcp.service import MemoryService
-from pma_mcp.store.sqlite.repository import SCHEMA_VERSION
+from pma_mcp.store.sqlite.schema import SCHEMA_VERSION
 from tests.fixtures.make_fixtures import (
     DELETED_ID,
     FIXTURE_MEMORIES,

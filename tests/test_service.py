@@ -13,7 +13,7 @@ from pma_mcp.config import GLOBAL_NAMESPACE, Settings
 from pma_mcp.errors import Ambiguous, InvalidInput, NotFound
 from pma_mcp.models import MemoryType
 from pma_mcp.service import MemoryService
-from pma_mcp.store.sqlite.repository import SCHEMA_VERSION
+from pma_mcp.store.sqlite.schema import SCHEMA_VERSION
 from tests.conftest import PROJECT, FakeClock
 
 
