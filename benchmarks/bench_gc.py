@@ -6,7 +6,7 @@ a concurrent `remember` waits while `gc_run` applies ~2,500 merges.
 
 The store is one project namespace of the synthetic Zipf corpus (benchmarks.corpus, tiers
 round-robin as imported, ages up to 90 days) with a near-duplicate rewording of every 20th
-memory, bulk-inserted through Repository.insert_many. Printed per size:
+memory, bulk-inserted through SQLiteStore.insert_many. Printed per size:
 
 - `inspect` p50/p95 over --samples random memories, as imported and after one `gc_run`
   (the steady state: tiers within capacity, most memories archived);
@@ -43,7 +43,8 @@ from pma_mcp.budget import WordEstimate
 from pma_mcp.config import Settings
 from pma_mcp.models import GCPreview, Memory, MemoryType, MergePair, to_datetime
 from pma_mcp.service import MemoryService
-from pma_mcp.store.sqlite.repository import GCBatching, Repository
+from pma_mcp.store.base import GCBatching
+from pma_mcp.store.sqlite.repository import SQLiteStore
 from pma_mcp.transfer import content_hash
 
 NAMESPACE = "/bench/gc"
@@ -194,7 +195,7 @@ def duplicate_pairs(n: int, now: float) -> list[Memory]:
 
 async def longest_wait(db: Path, merges: int, batch: GCBatching) -> tuple[float, float, int]:
     """(longest remember wait, gc_run time, remembers) while gc_run applies `merges` merges."""
-    repo = await Repository.open(str(db))
+    repo = await SQLiteStore.open(str(db))
     try:
         await repo.insert_many(duplicate_pairs(merges, time.time()), skip_existing=False)
     finally:

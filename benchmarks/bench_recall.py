@@ -8,7 +8,7 @@ With --data the store holds conversational text: LoCoMo turns replicated into di
 sessions, each replica with about 15% of adjacent word pairs swapped, and the queries are LoCoMo
 questions (a replicated corpus is pessimistic: every query term matches every replica). Without
 it, the synthetic Zipf corpus of benchmarks.corpus and its queries. The store is one project
-namespace, bulk-inserted through Repository.insert_many (the FTS index, neighbour context and
+namespace, bulk-inserted through SQLiteStore.insert_many (the FTS index, neighbour context and
 speakers are the real ones). Queries are timed one at a time after warm-up, in --passes passes
 over all of them; each recall counts an access, as in real use. Printed: pass 1 as measured, and
 each query's best pass (what the code costs when other load on the machine lets it run).
@@ -38,7 +38,7 @@ from pma_mcp.budget import WordEstimate
 from pma_mcp.config import Settings
 from pma_mcp.models import Memory, MemoryType
 from pma_mcp.service import MemoryService
-from pma_mcp.store.sqlite.repository import Repository
+from pma_mcp.store.sqlite.repository import SQLiteStore
 from pma_mcp.transfer import content_hash
 
 NAMESPACE = "/bench/project"
@@ -93,7 +93,7 @@ async def build(db_path: Path, size: int, data: Path | None) -> None:
     now = time.time()
     source = (conversation_memories(data, now) if data is not None
               else Corpus(seed=size).memories(sys.maxsize, NAMESPACE, now))
-    repo = await Repository.open(str(db_path))
+    repo = await SQLiteStore.open(str(db_path))
     try:
         stored = 0
         while stored < size:  # repeated texts (a short turn shuffles to itself) are skipped
@@ -104,7 +104,7 @@ async def build(db_path: Path, size: int, data: Path | None) -> None:
 
 
 async def count(db_path: Path) -> int:
-    repo = await Repository.open(str(db_path))
+    repo = await SQLiteStore.open(str(db_path))
     try:
         return await repo.count(NAMESPACE)
     finally:

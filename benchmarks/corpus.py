@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 from pma_mcp.budget import WordEstimate
 from pma_mcp.models import Memory, MemoryType
-from pma_mcp.store.sqlite.repository import Repository
+from pma_mcp.store.sqlite.repository import SQLiteStore
 from pma_mcp.transfer import content_hash
 
 VOCABULARY = 20_000
@@ -39,7 +39,7 @@ BATCH = 5_000
 async def store(path: str, memories: Iterable[Memory], batch_size: int = BATCH) -> None:
     """Bulk-insert `memories` into the store at `path`, `batch_size` per transaction (the real
     index, neighbour context and term counts; repeated content is skipped)."""
-    repo = await Repository.open(path)
+    repo = await SQLiteStore.open(path)
     try:
         batch: list[Memory] = []
         for memory in memories:

@@ -37,7 +37,7 @@ from pma_mcp.models import GCDecision, MemoryType
 from pma_mcp.render import Finding
 from pma_mcp.service import MAX_LIMIT, MemoryService
 from pma_mcp.store.sqlite import db
-from pma_mcp.store.sqlite.repository import Repository
+from pma_mcp.store.sqlite.repository import SQLiteStore
 from pma_mcp.store.sqlite.schema import SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
@@ -614,7 +614,7 @@ async def _sqlite_findings(path: Path, namespace: str) -> tuple[list[Finding], i
         return [Finding("open", "fail", f"cannot open {path}: {exc}",
                         "check the path and its permissions")], None
     conn.row_factory = sqlite3.Row
-    repo = Repository(conn)
+    repo = SQLiteStore(conn)
     try:
         version = await repo.schema_version()
         findings = [_schema_finding(version, SCHEMA_VERSION)]
@@ -648,7 +648,7 @@ def _schema_finding(version: int, current: int) -> Finding:
                    "(e.g. by `pma-mcp stats`)")
 
 
-async def _integrity_finding(repo: Repository, path: Path) -> Finding:
+async def _integrity_finding(repo: SQLiteStore, path: Path) -> Finding:
     """PRAGMA integrity_check; a failure is recorded so every process stops writing."""
     try:
         result = await repo.integrity_check()
@@ -697,7 +697,7 @@ async def _repair(args: argparse.Namespace, settings: Settings) -> int:
     return EXIT_OK
 
 
-async def _index_finding(repo: Repository, path: Path) -> Finding:
+async def _index_finding(repo: SQLiteStore, path: Path) -> Finding:
     c = await repo.check_consistency()
     if c.ok:
         return Finding("index", "ok", f"{c.memories:,} memories, {c.fts_rows:,} full-text rows, "

@@ -30,7 +30,7 @@ from typing import Any
 
 from pma_mcp import lexicon
 from pma_mcp.models import Memory, MergePair
-from pma_mcp.store.sqlite.repository import Repository
+from pma_mcp.store import Store, analysis
 
 NEAR_DUPLICATE_COSINE = 0.85
 """TF-IDF cosine at or above which two memories of one namespace are the same fact said twice.
@@ -221,17 +221,16 @@ def similar_pairs(
 # ------------------------------------------------------------------ with the store
 
 
-async def namespace_vocabulary(repo: Repository, namespace: str) -> Vocabulary:
+async def namespace_vocabulary(repo: Store, namespace: str) -> Vocabulary:
     total, doc_freq = await repo.namespace_doc_freq(namespace)
     return Vocabulary(doc_freq, total)
 
 
-async def profiles(
-    repo: Repository, memories: Sequence[Memory], vectors: Mapping[int, str],
-    vocabulary: Vocabulary,
+def profiles(
+    memories: Sequence[Memory], vectors: Mapping[int, str], vocabulary: Vocabulary
 ) -> list[Profile]:
     """Profiles of `memories` (their stored vectors given): one tokenising pass for all."""
-    sequences = await repo.term_sequences([m.content for m in memories])
+    sequences = analysis.term_sequences([m.content for m in memories])
     return [Profile(m, vocabulary, vocabulary.signature(vector_terms(vectors.get(m.seq, ""))),
                     seq) for m, seq in zip(memories, sequences, strict=True)]
 
@@ -247,7 +246,7 @@ _WHOLE_NAMESPACE_READ = 5_000
 
 
 async def near_duplicates(
-    repo: Repository, memories: Sequence[Memory], score_of: ScoreOf
+    repo: Store, memories: Sequence[Memory], score_of: ScoreOf
 ) -> list[MergePair]:
     """The merges of a GC plan over `memories` (one namespace)."""
     current = _current(memories)
@@ -261,22 +260,22 @@ async def near_duplicates(
         vectors = await repo.content_vectors([m.seq for m in current])
     groups, table = vocab.signatures([vectors.get(m.seq, "") for m in current])
     grouped = sorted({i for members in groups for i in members})
-    sequences = await repo.term_sequences([current[i].content for i in grouped])
+    sequences = analysis.term_sequences([current[i].content for i in grouped])
     found = {i: Profile(current[i], vocab, vocab.of_ranks(table[i].tolist()), seq)
              for i, seq in zip(grouped, sequences, strict=True)}
     edges = similar_pairs(groups, found)
     return select(edges, {m.id: score_of(m) for e in edges for m in e[1:]})
 
 
-async def _probe_words(repo: Repository, memory: Memory, terms: Sequence[str]) -> list[str]:
+def _probe_words(memory: Memory, terms: Sequence[str]) -> list[str]:
     """A word of `memory`'s text for each of `terms` (the full-text index matches words)."""
     first: dict[str, str] = {}
-    for word, term in await repo.analyze_terms(list(dict.fromkeys(lexicon.words(memory.content)))):
+    for word, term in analysis.stems(list(dict.fromkeys(lexicon.words(memory.content)))):
         first.setdefault(term, word)
     return [first.get(t, "") for t in terms]
 
 
-async def merge_of(repo: Repository, memory: Memory, score_of: ScoreOf) -> MergePair | None:
+async def merge_of(repo: Store, memory: Memory, score_of: ScoreOf) -> MergePair | None:
     """The merge the namespace plan makes of `memory` into another, if any, computed from its
     chain of near-duplicates alone (found through the full-text index)."""
     if memory.superseded_by is not None:
@@ -288,7 +287,7 @@ async def merge_of(repo: Repository, memory: Memory, score_of: ScoreOf) -> Merge
         vectors.update(await repo.content_vectors([m.seq for m in batch]))
         terms = sorted({t for m in batch for t in vector_terms(vectors.get(m.seq, ""))})
         total, doc_freq = await repo.namespace_doc_freq(namespace, terms)
-        return await profiles(repo, batch, vectors, Vocabulary(doc_freq, total))
+        return profiles(batch, vectors, Vocabulary(doc_freq, total))
 
     found: dict[str, Profile] = {}
     pending = [memory]
@@ -300,7 +299,7 @@ async def merge_of(repo: Repository, memory: Memory, score_of: ScoreOf) -> Merge
         for p in fresh:
             if not p.signature:
                 continue
-            probes = dict(zip(p.signature, await _probe_words(repo, p.memory, p.signature),
+            probes = dict(zip(p.signature, _probe_words(p.memory, p.signature),
                               strict=True))
             groups = [[probes[t] for t in key] for key in p.keys
                       if all(probes[t] for t in key)]

@@ -11,13 +11,13 @@ from collections import Counter
 from collections.abc import Sequence
 
 from pma_mcp.models import Related
-from pma_mcp.store.sqlite.repository import Repository
+from pma_mcp.store import Store
 
 MAX_NEIGHBOURS = 50
 
 
 async def neighbors(
-    repo: Repository, entity: str, namespaces: Sequence[str], limit: int = MAX_NEIGHBOURS
+    repo: Store, entity: str, namespaces: Sequence[str], limit: int = MAX_NEIGHBOURS
 ) -> Related:
     memories = await repo.labelled(entity, namespaces, limit)
     counts: Counter[str] = Counter()

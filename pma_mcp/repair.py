@@ -25,7 +25,7 @@ from pma_mcp import transfer
 from pma_mcp.errors import InvalidInput, StorageError
 from pma_mcp.models import Memory
 from pma_mcp.store.sqlite import db
-from pma_mcp.store.sqlite.repository import Repository
+from pma_mcp.store.sqlite.repository import SQLiteStore
 
 MEMORY_COLUMNS = (
     "id, namespace, content, memory_type, importance, tags, linked_entities, token_count, "
@@ -69,7 +69,7 @@ async def repair(database: Path, *, use_sqlite_cli: bool = True) -> Salvage:
             _remove_store(recovered)
     fresh = database.with_name(database.name + ".repairing")
     _remove_store(fresh)
-    repo = await Repository.open(str(fresh))
+    repo = await SQLiteStore.open(str(fresh))
     try:
         salvage.memories_saved = await repo.insert_many(memories, skip_existing=True)
         salvage.lineage_saved = await repo.restore_lineage(lineage)

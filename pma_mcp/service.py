@@ -48,7 +48,7 @@ from pma_mcp.models import (
     to_datetime,
 )
 from pma_mcp.scoring import breakdown
-from pma_mcp.store.sqlite.repository import Repository
+from pma_mcp.store import Store, lexical, open_store
 
 Clock = Callable[[], float]
 
@@ -73,7 +73,7 @@ class MemoryService:
 
     def __init__(
         self,
-        repo: Repository,
+        repo: Store,
         settings: Settings,
         *,
         clock: Clock = time.time,
@@ -97,10 +97,7 @@ class MemoryService:
         busy_timeout_ms: int | None = None,
     ) -> MemoryService:
         """`busy_timeout_ms`: how long a write waits for another process (default 15 s)."""
-        if busy_timeout_ms is None:
-            repo = await Repository.open(settings.database)
-        else:
-            repo = await Repository.open(settings.database, busy_timeout_ms)
+        repo = await open_store(settings, busy_timeout_ms=busy_timeout_ms)
         return cls(repo, settings, clock=clock, counter=counter,
                    merge_near_duplicates=merge_near_duplicates)
 
@@ -276,7 +273,7 @@ class MemoryService:
         floor = _unit("min_similarity", min_similarity)
         now = self._clock()
         # Excluded memories can take at most len(exclude_ids) places of the pool.
-        pool = min(retrieval.CANDIDATES, _pack_pool(budget) + len(exclude_ids))
+        pool = min(lexical.CANDIDATES, _pack_pool(budget) + len(exclude_ids))
         ranked = await retrieval.search(
             self.repo, text, scope, limit=pool,
             min_score=_unit("min_score", min_score), now=now,
@@ -311,7 +308,7 @@ class MemoryService:
         }
         ranked = await retrieval.search(
             self.repo, _query(query), Scope(namespaces=tuple(limits)),
-            limit=retrieval.CANDIDATES, now=self._clock(), weights=self.settings.weights,
+            limit=lexical.CANDIDATES, now=self._clock(), weights=self.settings.weights,
             touch=False, min_similarity=_unit("min_similarity", min_similarity),
         )
         kept = [r for r in ranked if r.memory.id not in exclude_ids
@@ -753,7 +750,7 @@ def _new_id() -> str:
 
 def _pack_pool(token_budget: int) -> int:
     """How many ranked memories to consider for a budget (assumes ≥ 20 tokens per memory)."""
-    return max(10, min(retrieval.CANDIDATES, token_budget // 20))
+    return max(10, min(lexical.CANDIDATES, token_budget // 20))
 
 
 def _query(value: object) -> str:

@@ -17,7 +17,8 @@ from pma_mcp.budget import WordEstimate
 from pma_mcp.config import Settings
 from pma_mcp.models import Memory, MemoryType, to_datetime
 from pma_mcp.service import MemoryService
-from pma_mcp.store.sqlite.repository import GCBatching, Repository
+from pma_mcp.store.base import GCBatching
+from pma_mcp.store.sqlite.repository import SQLiteStore
 from pma_mcp.transfer import content_hash
 from tests.conftest import PROJECT, FakeClock
 
@@ -98,7 +99,7 @@ def test_a_gc_killed_between_batches_leaves_a_valid_store(tmp_path: Path) -> Non
     pairs = 400
 
     async def build() -> None:
-        repo = await Repository.open(str(db))
+        repo = await SQLiteStore.open(str(db))
         try:
             await repo.insert_many(duplicate_pairs(pairs, time.time()), skip_existing=False)
         finally:

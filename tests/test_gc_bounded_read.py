@@ -1,4 +1,4 @@
-"""`Repository.by_gc_score` reads the best-scored memories through bounds instead of scoring
+"""`SQLiteStore.by_gc_score` reads the best-scored memories through bounds instead of scoring
 the whole namespace; its order must be exactly the brute-force order of the query-less score."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pma_mcp import collector, scoring
 from pma_mcp.models import Memory, MemoryType, to_datetime
-from pma_mcp.store.sqlite.repository import Repository
+from pma_mcp.store.sqlite.repository import SQLiteStore
 from pma_mcp.transfer import content_hash
 
 NOW = 1_800_000_000.0
@@ -46,7 +46,7 @@ def brute_force(stored: list[Memory], at_least: float, archived_at_least: float)
 
 
 async def test_bounded_read_is_the_brute_force_order(tmp_path: Path) -> None:
-    repo = await Repository.open(str(tmp_path / "m.db"))
+    repo = await SQLiteStore.open(str(tmp_path / "m.db"))
     try:
         await repo.insert_many(memories(3_000, "/p", 1), skip_existing=False)
         await repo.insert_many(memories(500, "/other", 2), skip_existing=False)

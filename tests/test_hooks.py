@@ -668,12 +668,12 @@ async def test_context_floor_and_exclusions_apply_before_the_pool_is_cut(
 def test_a_word_in_no_memory_does_not_use_up_the_postings_budget() -> None:
     """A prompt nearly always holds some word no memory has; if that word alone filled the
     MATCH, a large store would never find anything for the prompt hook."""
-    from pma_mcp import retrieval
-    from pma_mcp.store.sqlite.repository import TermStats
+    from pma_mcp.store import lexical
+    from pma_mcp.store.base import TermStats
 
     stats = TermStats(total_docs=100_000, doc_freq={"cach": 3_000, "layer": 2_500},
                       content_freq={"cach": 3_000, "layer": 2_500})
-    full, _ = retrieval.within_budget(["convent", "cach", "layer"], stats)
+    full, _ = lexical.within_budget(["convent", "cach", "layer"], stats)
     assert "convent" in full and "layer" in full
 
 

@@ -10,12 +10,13 @@ import pytest
 
 from pma_mcp.errors import StorageError
 from pma_mcp.store.sqlite import db
-from pma_mcp.store.sqlite.repository import Repository
+from pma_mcp.store.sqlite.repository import SQLiteStore
 from pma_mcp.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
+from tests.stores import sqlite_store
 
 
 async def test_fresh_file_gets_every_migration(tmp_path: Path) -> None:
-    repo = await Repository.open(str(tmp_path / "new.db"))
+    repo = await SQLiteStore.open(str(tmp_path / "new.db"))
     try:
         assert await repo.schema_version() == SCHEMA_VERSION == MIGRATIONS[-1].version
     finally:
@@ -31,7 +32,7 @@ async def test_a_newer_schema_is_refused_with_advice(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     with pytest.raises(StorageError, match="upgrade pma-mcp"):
-        await Repository.open(str(path))
+        await SQLiteStore.open(str(path))
 
 
 async def test_a_failing_migration_leaves_the_file_untouched(tmp_path: Path) -> None:
@@ -50,7 +51,7 @@ async def test_a_failing_migration_leaves_the_file_untouched(tmp_path: Path) -> 
 
 async def test_concurrent_opens_migrate_exactly_once(tmp_path: Path) -> None:
     path = str(tmp_path / "race.db")
-    repos = await asyncio.gather(*(Repository.open(path) for _ in range(6)))
+    repos = await asyncio.gather(*(SQLiteStore.open(path) for _ in range(6)))
     try:
         assert {await r.schema_version() for r in repos} == {SCHEMA_VERSION}
     finally:
@@ -62,14 +63,14 @@ async def test_unwritable_location_is_a_storage_error(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x")
     with pytest.raises(StorageError, match="PMA_DB_PATH"):
-        await Repository.open(str(blocker / "sub" / "db.sqlite"))
+        await SQLiteStore.open(str(blocker / "sub" / "db.sqlite"))
 
 
 async def test_a_file_that_is_not_sqlite_is_a_storage_error(tmp_path: Path) -> None:
     path = tmp_path / "garbage.db"
     path.write_bytes(b"this is not a database" * 100)
     with pytest.raises(StorageError):
-        await Repository.open(str(path))
+        await SQLiteStore.open(str(path))
 
 
 async def test_row_counter_follows_inserts_deletes_and_imports(tmp_path: Path) -> None:
@@ -86,7 +87,7 @@ async def test_row_counter_follows_inserts_deletes_and_imports(tmp_path: Path) -
         for n, record in enumerate(doc["memories"]):
             record["id"] = f"{n:032x}"
         await svc.import_document(doc, namespace="other")
-        stats = await svc.repo.term_stats([])
+        stats = await sqlite_store(svc).term_stats([])
         assert stats.total_docs == await svc.repo.count() == 8
 
 
@@ -101,11 +102,11 @@ async def test_term_counts_follow_writes_deletes_and_merges(tmp_path: Path) -> N
         await svc.add("The exporter runs again", session_id="s")
         await svc.add("The user prefers dark mode in every editor.")
         await svc.add("The user prefers dark mode in every editor")
-        stats = await svc.repo.term_stats(["export", "run", "editor"])
+        stats = await sqlite_store(svc).term_stats(["export", "run", "editor"])
         assert stats.content_freq == {"export": 2, "run": 2, "editor": 2}
         await svc.delete(a.id)
         await svc.gc_run()  # merges the two editor memories
-        stats = await svc.repo.term_stats(["export", "run", "editor"])
+        stats = await sqlite_store(svc).term_stats(["export", "run", "editor"])
         assert stats.content_freq == {"export": 1, "run": 1, "editor": 1}
         assert (await svc.repo.check_consistency()).ok
 

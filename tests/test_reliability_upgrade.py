@@ -31,6 +31,7 @@ from tests.fixtures.make_fixtures import (
 )
 from tests.reliability import checks
 from tests.reliability.procs import DEADLINE, child_env, pma
+from tests.stores import sqlite_store
 
 VERSIONS = list(range(1, SCHEMA_VERSION + 1))
 BUILT = [v for v in VERSIONS if path_for(v).exists()]
@@ -92,7 +93,7 @@ async def test_fixture_migrates_forward_with_nothing_lost(tmp_path: Path, versio
         added = await service.add("Written after the upgrade (marker bilby)", tags=["ops"])
         found = await service.search("bilby", touch=False)
         assert [r.memory.id for r in found] == [added.memory.id]
-        assert (await service.repo.term_stats([])).total_docs == len(FIXTURE_MEMORIES) + 1
+        assert (await sqlite_store(service).term_stats([])).total_docs == len(FIXTURE_MEMORIES) + 1
         result = await service.repo.check_consistency()
         assert result.ok, result
     assert checks.integrity(db) == "ok"

@@ -6,9 +6,11 @@ import math
 
 import pytest
 
-from pma_mcp import bm25, lexicon, retrieval
+from pma_mcp import bm25, lexicon
 from pma_mcp.config import Settings
 from pma_mcp.service import MemoryService
+from pma_mcp.store import lexical
+from pma_mcp.store.sqlite.repository import match_expression
 
 FTS_SYNTAX = [
     '"', '""', "NEAR(", "NEAR(a b)", "*", "a*", "-", "-foo", "OR", "AND", "NOT", "^start",
@@ -52,8 +54,8 @@ def test_speaker_of_a_conversation_turn(content: str, speaker: str | None) -> No
 
 
 def test_match_expression_quotes_every_word() -> None:
-    assert retrieval.match_expression(["near", "or"]) == '"near" OR "or"'
-    assert retrieval.match_expression(["a", "b"], ["b"]) == '"a" OR {content labels}: "b"'
+    assert match_expression(["near", "or"]) == '"near" OR "or"'
+    assert match_expression(["a", "b"], ["b"]) == '"a" OR {content labels}: "b"'
 
 
 async def test_porter_stemming_matches_word_forms(service: MemoryService) -> None:
@@ -62,10 +64,8 @@ async def test_porter_stemming_matches_word_forms(service: MemoryService) -> Non
         assert len(await service.search(query)) == 1, query
 
 
-async def test_stems_are_deduplicated_in_the_query(service: MemoryService) -> None:
-    analysed = await retrieval.analyse(service.repo, "run running runs", [service.namespace])
-    assert analysed is not None and analysed.stems == ("run",)
-    assert analysed.match == '"run"'
+def test_stems_are_deduplicated_in_the_query() -> None:
+    assert lexical.query_terms("run running runs") == {"run": "run"}
 
 
 async def test_non_matching_memories_are_not_returned_for_a_query(
@@ -90,11 +90,11 @@ async def test_similarity_is_in_unit_interval_and_ordered_like_bm25(
 
 
 def test_similarity_map() -> None:
-    assert retrieval.similarity(0.0, 5.0) == 0.0
-    assert retrieval.similarity(5.0, 0.0) == 0.0
-    assert retrieval.similarity(5.0, 5.0) == pytest.approx(0.9)
-    assert retrieval.similarity(2.5, 5.0) == pytest.approx(1 - 0.1**0.5)
-    assert retrieval.similarity(1e9, 1.0) <= 1.0
+    assert lexical.similarity(0.0, 5.0) == 0.0
+    assert lexical.similarity(5.0, 0.0) == 0.0
+    assert lexical.similarity(5.0, 5.0) == pytest.approx(0.9)
+    assert lexical.similarity(2.5, 5.0) == pytest.approx(1 - 0.1**0.5)
+    assert lexical.similarity(1e9, 1.0) <= 1.0
 
 
 def test_idf_formula() -> None:
@@ -128,7 +128,7 @@ async def test_breakdown_is_truthful(service: MemoryService) -> None:
 
 
 def test_common_terms_leave_the_match_only_while_rarer_ones_exist() -> None:
-    from pma_mcp.store.sqlite.repository import TermStats
+    from pma_mcp.store.base import TermStats
 
     stats = TermStats(
         total_docs=100_000,
@@ -136,11 +136,11 @@ def test_common_terms_leave_the_match_only_while_rarer_ones_exist() -> None:
         content_freq={"rare": 10, "mid": 1_000, "wide": 1_500, "common": 9_000},
     )
     # rare and mid fit everywhere; wide only in own text; common not at all
-    assert retrieval.within_budget(["common", "rare", "wide", "mid"], stats) == (
+    assert lexical.within_budget(["common", "rare", "wide", "mid"], stats) == (
         ["rare", "mid"], ["wide"])
-    assert retrieval.within_budget(["common"], stats) == ([], ["common"])
+    assert lexical.within_budget(["common"], stats) == ([], ["common"])
     small = TermStats(total_docs=500, doc_freq={"a": 400, "b": 300})
-    assert retrieval.within_budget(["a", "b"], small) == (["a", "b"], [])
+    assert lexical.within_budget(["a", "b"], small) == (["a", "b"], [])
 
 
 async def test_similarity_counts_every_query_term_even_when_one_is_not_searched(
@@ -150,9 +150,10 @@ async def test_similarity_counts_every_query_term_even_when_one_is_not_searched(
     for i in range(5):
         await service.add(f"station announcement number {i}")
     full = (await service.search("zebra station"))[0].breakdown.semantic_similarity
-    monkeypatch.setattr(retrieval, "ROW_BUDGET", 1)
-    analysed = await retrieval.analyse(service.repo, "zebra station", [service.namespace])
-    assert analysed is not None and analysed.searched == ("zebra",)
+    monkeypatch.setattr(lexical, "ROW_BUDGET", 1)
+    terms = lexical.query_terms("zebra station")
+    index = lexical.term_stats(6, {"zebra": 1, "station": 6})
+    assert lexical.within_budget(list(terms), index) == ([], ["zebra"])
     pruned = (await service.search("zebra station"))[0]
     assert pruned.memory.content == "zebra crossing near the station"
     assert pruned.breakdown.semantic_similarity < full

@@ -15,6 +15,7 @@ from pma_mcp.models import MemoryType
 from pma_mcp.service import MemoryService
 from pma_mcp.store.sqlite.schema import SCHEMA_VERSION
 from tests.conftest import PROJECT, FakeClock
+from tests.stores import sqlite_store
 
 
 async def test_add_stores_every_field(service: MemoryService, clock: FakeClock) -> None:
@@ -307,7 +308,7 @@ async def test_index_stays_consistent(service: MemoryService) -> None:
 
 async def _set_id(service: MemoryService, old: str, new: str) -> None:
     """Give a memory a chosen id so prefix collisions are deterministic."""
-    conn = service.repo._conn
+    conn = sqlite_store(service)._conn
     await conn.execute("UPDATE memories SET id = ? WHERE id = ?", (new, old))
 
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pma_mcp.store.sqlite.repository import Consistency, Repository
+from pma_mcp.store.base import Consistency
+from pma_mcp.store.sqlite.repository import SQLiteStore
 
 
 @contextmanager
@@ -46,7 +47,7 @@ def integrity(db: Path) -> str:
 
 
 async def consistency_of(db: Path) -> Consistency:
-    repo = await Repository.open(str(db))
+    repo = await SQLiteStore.open(str(db))
     try:
         return await repo.check_consistency()
     finally:

@@ -37,7 +37,6 @@ from collections.abc import (
     Set as AbstractSet,
 )
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import aiosqlite
@@ -55,13 +54,22 @@ from pma_mcp.models import (
     Scope,
     to_datetime,
 )
+from pma_mcp.store import analysis, lexical
+from pma_mcp.store.base import (
+    CONTEXT_RADIUS,
+    Candidate,
+    Consistency,
+    GCBatching,
+    ScopeStats,
+    TermStats,
+)
 from pma_mcp.store.sqlite import db
-from pma_mcp.store.sqlite.schema import FTS_TOKENIZER, MIGRATIONS
+from pma_mcp.store.sqlite.schema import MIGRATIONS
 
 log = logging.getLogger(__name__)
 
-CONTEXT_RADIUS = 2
-"""A memory's `context` column holds up to this many earlier and later session neighbours."""
+OWN_TEXT = "{content labels}"
+"""FTS5 column filter: a memory's own text and labels, not its neighbours' context."""
 NARROW_RANGE_S = 31 * 86_400.0
 """A date filter at most this wide is read by the creation-time index (see `browse`)."""
 
@@ -80,68 +88,6 @@ _STATIC_SCORE = (
 )
 """The query-less composite of scoring.score over alias m; parameters: the importance,
 recency and access weights around `now`."""
-
-
-@dataclass(frozen=True, slots=True)
-class GCBatching:
-    """How a GC plan is cut into transactions (see `Repository.apply_gc`)."""
-
-    changes: int = 1_000
-    seconds: float = 0.2
-    pause: float = 0.12
-    """SQLite's default busy handler sleeps at most 100 ms between retries."""
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """Just what ranking needs, so only the memories that make the cut are loaded in full."""
-
-    seq: int
-    fts_rank: float
-    """FTS5's bm25 (index-wide statistics): only the order in which candidates are taken."""
-    importance: float
-    created_at: float
-    access_count: int
-    speaker: str | None
-    document: bm25.Document
-
-
-@dataclass(frozen=True)
-class ScopeStats:
-    """Term statistics of the namespaces one query searches, and of no other (bm25.py)."""
-
-    docs: int
-    length: int
-    doc_freq: dict[str, int]
-
-
-@dataclass(frozen=True)
-class TermStats:
-    """Rows in the index; per term, rows holding it in any column and in `content` itself."""
-
-    total_docs: int
-    doc_freq: dict[str, int]
-    content_freq: dict[str, int] = dataclasses.field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Consistency:
-    """Result of comparing the memories table with its FTS index and label rows."""
-
-    memories: int
-    fts_rows: int
-    missing_in_fts: list[int]
-    orphaned_fts: list[int]
-    mismatched: list[int]
-    term_counts_off: list[str] = dataclasses.field(default_factory=list)
-    vectors_off: list[int] = dataclasses.field(default_factory=list)
-    """Memories whose stored term vectors or length differ from their index row."""
-    namespace_stats_off: list[str] = dataclasses.field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not (self.missing_in_fts or self.orphaned_fts or self.mismatched
-                    or self.term_counts_off or self.vectors_off or self.namespace_stats_off)
 
 
 def _memory(row: sqlite3.Row) -> Memory:
@@ -172,15 +118,20 @@ def _document(row: Sequence[Any]) -> bm25.Document:
     return bm25.Document(str(row[0]), str(row[1]), str(row[2]), int(row[3]))
 
 
-_NO_DOCUMENT = bm25.Document("", "", "", 0)
+def _ranked(row: Sequence[Any], semantic: float) -> Candidate:
+    """A Candidate from (seq, importance, created_at, access_count, ...)."""
+    return Candidate(seq=int(row[0]), semantic=semantic, importance=float(row[1]),
+                     created_at=float(row[2]), access_count=int(row[3]))
 
 
-def _candidate(row: Sequence[Any]) -> Candidate:
-    """(seq, fts rank, importance, created_at, access_count, speaker[, document columns])."""
-    return Candidate(
-        seq=int(row[0]), fts_rank=float(row[1]), importance=float(row[2]),
-        created_at=float(row[3]), access_count=int(row[4]), speaker=row[5],
-        document=_document(row[6:]) if len(row) > 6 else _NO_DOCUMENT,
+def match_expression(words: Sequence[str], own_text_only: Sequence[str] = ()) -> str:
+    """An FTS5 query that ORs the words as quoted strings: plain terms, never operators.
+
+    Words in `own_text_only` are restricted to the memory's own text and labels.
+    """
+    restricted = set(own_text_only)
+    return " OR ".join(
+        f'{OWN_TEXT}: "{w}"' if w in restricted else f'"{w}"' for w in words
     )
 
 
@@ -221,15 +172,14 @@ def _scope_sql(scope: Scope) -> tuple[str, list[Any]]:
     return " AND ".join(parts), params
 
 
-class Repository:
-    """The one door to the database. Open with `await Repository.open(database)`."""
+class SQLiteStore:
+    """The one door to the database. Open with `await SQLiteStore.open(database)`."""
 
     def __init__(
         self, conn: aiosqlite.Connection, busy_timeout_ms: int = db.BUSY_TIMEOUT_MS
     ) -> None:
         self._conn = conn
         self._busy_timeout_ms = busy_timeout_ms
-        self._analyzer_ready = False
         self._write_lock = asyncio.Lock()
 
     @asynccontextmanager
@@ -243,7 +193,7 @@ class Repository:
             yield conn
 
     @classmethod
-    async def open(cls, database: str, busy_timeout_ms: int = db.BUSY_TIMEOUT_MS) -> Repository:
+    async def open(cls, database: str, busy_timeout_ms: int = db.BUSY_TIMEOUT_MS) -> SQLiteStore:
         conn = await db.connect(database, busy_timeout_ms)
         try:
             await conn.create_function("pma_speaker", 1, speaker_of, deterministic=True)
@@ -259,6 +209,14 @@ class Repository:
 
     async def close(self) -> None:
         await self._conn.close()
+
+    @property
+    def backend(self) -> str:
+        return "sqlite"
+
+    @property
+    def location(self) -> str:
+        return self._conn_database()
 
     def _conn_database(self) -> str:
         return self._conn.database if isinstance(self._conn, db.Connection) else db.MEMORY
@@ -521,33 +479,17 @@ class Repository:
         upper = prefix[:-1] + chr(ord(prefix[-1]) + 1)
         return await self._fetch_all(self._conn, sql, (prefix, upper, *namespaces, limit))
 
-    async def analyze_terms(self, words: Sequence[str]) -> list[tuple[str, str]]:
-        """(word, index term) pairs: each word as the FTS tokenizer stems it (in word order).
-
-        Uses a scratch FTS5 table in the connection's TEMP schema with the same tokenizer, so
-        the stems are exactly the index's, whatever the tokenizer's version.
-        """
-        if not words:
-            return []
-        # The scratch table is shared by coroutines on this connection and would join an open
-        # write transaction, so it takes the write lock too (its statements take microseconds).
-        async with self._write_lock:
-            rows = await self._analyze(self._conn, words)
-        return [(words[int(doc)], str(term)) for term, doc in rows if 0 <= int(doc) < len(words)]
-
     async def term_stats(self, terms: Sequence[str]) -> TermStats:
-        """Documents in the index, and per term how many hold it in their own text.
+        """Rows in the index and per term how many hold it (estimated, see
+        lexical.term_stats) — what bounds a MATCH's cost.
 
         From `term_df`, kept at write time: fts5vocab derives a count by walking the term's
-        whole posting list (~8 ms for a term in most of 100k memories). Rows a term matches
-        in any column are estimated: each memory's text also sits in the `context` column
-        of up to 2·CONTEXT_RADIUS neighbours.
+        whole posting list (~8 ms for a term in most of 100k memories).
         """
         async with self._conn.execute(
             "SELECT value FROM counters WHERE name = 'memories'"
         ) as cur:
             row = await cur.fetchone()
-        total = int(row[0]) if row else 0
         own = dict.fromkeys(terms, 0)
         if terms:
             async with self._conn.execute(
@@ -556,9 +498,7 @@ class Repository:
             ) as cur:
                 for term, df in await cur.fetchall():
                     own[str(term)] = int(df)
-        fan = 1 + 2 * CONTEXT_RADIUS
-        anywhere = {t: min(total, fan * n) for t, n in own.items()}
-        return TermStats(total, anywhere, own)
+        return lexical.term_stats(int(row[0]) if row else 0, own)
 
     async def scope_stats(self, terms: Sequence[str], namespaces: Sequence[str]) -> ScopeStats:
         """Memories, their total length and per term how many hold it in their own text,
@@ -581,25 +521,56 @@ class Repository:
                     freq[str(term)] = int(df)
         return ScopeStats(docs, length, freq)
 
-    async def lexical_candidates(
-        self, match: str, scope: Scope, limit: int, weights: tuple[float, float, float]
-    ) -> list[Candidate]:
-        """FTS5 matches within `scope`, best BM25 first (scores negated: higher = better).
+    async def _analyse(
+        self, query: str, namespaces: Sequence[str]
+    ) -> lexical.AnalysedQuery | None:
+        terms = lexical.query_terms(query)
+        if not terms:
+            return None
+        return lexical.analysed(query, terms, await self.term_stats(list(terms)),
+                                await self.scope_stats(list(terms), namespaces))
 
-        `weights` are bm25's column weights for (content, labels, context). CROSS JOIN pins
-        the join order: without it the planner may scan `memories` and probe the index per
-        row (seconds at 100k) instead of walking the FTS matches.
+    async def lexical_candidates(self, query: str, scope: Scope, limit: int) -> list[Candidate]:
+        """FTS5 picks the candidates (its bm25 over the whole file's statistics, best first);
+        store.lexical scores them from their term vectors and the scope's statistics.
+
+        The query is reduced to plain words (no user text is read as FTS syntax), each quoted
+        and OR-ed; a term too common for the row budget is searched in own text only
+        (OWN_TEXT). CROSS JOIN pins the join order: without it the planner may scan
+        `memories` and probe the index per row (seconds at 100k) instead of walking the
+        FTS matches.
         """
+        analysed = await self._analyse(query, scope.namespaces)
+        if analysed is None:
+            return []
+        words = analysed.words
+        match = match_expression(list(dict.fromkeys(words[t] for t in analysed.searched)),
+                                 [words[t] for t in analysed.own_text_only])
         where, params = _scope_sql(scope)
         sql = (
-            "SELECT m.seq, -bm25(memory_fts, ?, ?, ?) AS bm25, m.importance, "
-            f"m.created_at, m.access_count, m.speaker, {_DOCUMENT} "
-            "FROM memory_fts CROSS JOIN memories m ON m.seq = memory_fts.rowid "
-            f"WHERE memory_fts MATCH ? AND {where} ORDER BY bm25 DESC LIMIT ?"
+            "SELECT m.seq, m.importance, m.created_at, m.access_count, m.speaker, "
+            f"{_DOCUMENT} FROM memory_fts CROSS JOIN memories m ON m.seq = memory_fts.rowid "
+            f"WHERE memory_fts MATCH ? AND {where} "
+            "ORDER BY bm25(memory_fts, ?, ?, ?) LIMIT ?"
         )
-        async with self._conn.execute(sql, (*weights, match, *params, limit)) as cur:
+        async with self._conn.execute(
+            sql, (match, *params, *lexical.COLUMN_WEIGHTS, limit)
+        ) as cur:
             rows = await cur.fetchall()
-        return [_candidate(r) for r in rows]
+        sims = lexical.similarities([(_document(r[5:]), r[4]) for r in rows], analysed)
+        return [_ranked(r, sim) for r, sim in zip(rows, sims, strict=True)]
+
+    async def similarity_of(self, query: str, memory: Memory, namespaces: Sequence[str]) -> float:
+        analysed = await self._analyse(query, namespaces)
+        if analysed is None:
+            return 0.0
+        async with self._conn.execute(
+            f"SELECT {_DOCUMENT}, m.speaker FROM memories m WHERE seq = ?", (memory.seq,)
+        ) as cur:
+            row = await cur.fetchone()
+        if row is None:
+            return 0.0
+        return lexical.similarities([(_document(row[:4]), row[4])], analysed)[0]
 
     async def memories_by_seq(self, seqs: Sequence[int]) -> dict[int, Memory]:
         if not seqs:
@@ -610,16 +581,6 @@ class Repository:
             seqs,
         )
         return {m.seq: m for m in found}
-
-    async def lexical_document(self, memory: Memory) -> tuple[bm25.Document, str | None]:
-        """(BM25 document, speaker) of one memory, as lexical_candidates would return them."""
-        async with self._conn.execute(
-            f"SELECT {_DOCUMENT}, m.speaker FROM memories m WHERE seq = ?", (memory.seq,)
-        ) as cur:
-            row = await cur.fetchone()
-        if row is None:
-            return _NO_DOCUMENT, None
-        return _document(row[:4]), row[4]
 
     async def has_content(self, namespace: str, content_hash: str) -> bool:
         async with self._conn.execute(
@@ -638,14 +599,14 @@ class Repository:
         """
         where, params = _scope_sql(scope)
         sql = (
-            "SELECT m.seq, 0.0, m.importance, m.created_at, m.access_count, m.speaker "
+            "SELECT m.seq, m.importance, m.created_at, m.access_count "
             f"FROM memories m WHERE {where} ORDER BY "
             f"{_STATIC_SCORE} DESC, m.seq DESC LIMIT ?"
         )
         args = (*params, weights.importance, weights.recency, now, weights.access, limit)
         async with self._conn.execute(sql, args) as cur:
             rows = await cur.fetchall()
-        return [_candidate(r) for r in rows]
+        return [_ranked(r, 0.0) for r in rows]
 
     async def memories_matching_all(
         self, namespace: str, groups: Sequence[Sequence[str]], limit: int = 5_000
@@ -695,17 +656,6 @@ class Repository:
             "SELECT term, df FROM namespace_terms WHERE namespace = ?", (namespace,)
         ) as cur:
             return stats.docs, {str(t): int(n) for t, n in await cur.fetchall()}
-
-    async def term_sequences(self, texts: Sequence[str]) -> list[list[str]]:
-        """Each text's index terms in order, as the FTS tokenizer reads it."""
-        out: list[list[str]] = [[] for _ in texts]
-        if not texts:
-            return out
-        async with self._write_lock:  # the scratch table: see analyze_terms
-            rows = await self._analyze(self._conn, texts)
-        for term, doc in rows:
-            out[doc].append(term)
-        return out
 
     async def by_gc_score(
         self,
@@ -1323,7 +1273,7 @@ class Repository:
         """(Re)write a memory's own-text vectors, keeping its namespace's document counts and
         length in step; returns the terms of its content."""
         counts: tuple[Counter[str], Counter[str]] = (Counter(), Counter())
-        for term, doc in await self._analyze(conn, [content, labels]):
+        for term, doc in analysis.tokens([content, labels]):
             counts[doc][term] += 1
         async with conn.execute(
             "SELECT terms, label_terms FROM memories WHERE seq = ?", (seq,)
@@ -1394,30 +1344,6 @@ class Repository:
                 f"AND term IN ({_placeholders(len(ordered))})",
                 (namespace, *ordered),
             )
-
-    async def _analyze(
-        self, conn: aiosqlite.Connection, texts: Sequence[str]
-    ) -> list[tuple[str, int]]:
-        """(index term, text number) for every token of `texts`, in order. Caller holds the
-        write lock."""
-        if not self._analyzer_ready:
-            await conn.execute(
-                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_analyzer "
-                f"USING fts5(q, tokenize = '{FTS_TOKENIZER}')"
-            )
-            await conn.execute(
-                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_analyzer_vocab "
-                "USING fts5vocab(temp, query_analyzer, instance)"
-            )
-            self._analyzer_ready = True
-        await conn.execute("DELETE FROM temp.query_analyzer")
-        await conn.executemany(
-            "INSERT INTO temp.query_analyzer (rowid, q) VALUES (?, ?)", list(enumerate(texts))
-        )
-        async with conn.execute(
-            "SELECT term, doc FROM temp.query_analyzer_vocab ORDER BY doc, offset"
-        ) as cur:
-            return [(str(term), int(doc)) for term, doc in await cur.fetchall()]
 
     @staticmethod
     async def _count_terms(

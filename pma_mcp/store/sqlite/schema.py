@@ -7,9 +7,9 @@ a released migration: add the next one (and its fixture DB, tests/fixtures/make_
 
 from __future__ import annotations
 
+from pma_mcp.store.analysis import TOKENIZER as FTS_TOKENIZER
 from pma_mcp.store.sqlite import db
 
-FTS_TOKENIZER = "porter unicode61 remove_diacritics 2"
 """Porter stemming over unicode61: the full-text index's tokenizer, and the analyzer's."""
 
 MIGRATIONS: tuple[db.Migration, ...] = (
@@ -207,7 +207,7 @@ MIGRATIONS: tuple[db.Migration, ...] = (
         10,
         "importance and access count per namespace: inspect's bounded read (by_gc_score)",
         # Index only: reading memories best-scored first without a query had to score and
-        # sort the whole namespace (~0.3 s at 100k); see Repository.by_gc_score.
+        # sort the whole namespace (~0.3 s at 100k); see SQLiteStore.by_gc_score.
         ("CREATE INDEX memories_importance ON memories(namespace, importance)",
          "CREATE INDEX memories_accessed ON memories(namespace, access_count)"),
     ),
