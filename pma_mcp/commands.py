@@ -20,25 +20,17 @@ import os
 import re
 import shlex
 import shutil
-import sqlite3
 import sys
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn
-from urllib.parse import quote
 
-import aiosqlite
-
-from pma_mcp import __version__, launch, outfile, render, seeding
+from pma_mcp import __version__, diagnosis, launch, outfile, render, seeding
 from pma_mcp.config import GLOBAL_NAMESPACE, Settings, resolve_namespace
 from pma_mcp.errors import NotFound, PmaError
-from pma_mcp.models import GCDecision, MemoryType
-from pma_mcp.render import Finding
+from pma_mcp.models import Finding, GCDecision, MemoryType
 from pma_mcp.service import MAX_LIMIT, MemoryService
-from pma_mcp.store.sqlite import db
-from pma_mcp.store.sqlite.repository import SQLiteStore
-from pma_mcp.store.sqlite.schema import SCHEMA_VERSION
 
 log = logging.getLogger(__name__)
 
@@ -92,8 +84,6 @@ def _guarded(run: Callable[[], int]) -> int:
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
         return _fail(f"{where}{exc.strerror or exc}")
-    except sqlite3.Error as exc:
-        return _fail(f"database error: {exc}; run `pma-mcp doctor`")
     except Exception as exc:
         log.debug("unexpected error", exc_info=True)
         return _fail(f"unexpected {type(exc).__name__}: {exc} ({DEBUG_HINT})")
@@ -453,7 +443,7 @@ async def _import_from(args: argparse.Namespace, settings: Settings) -> int:
     )
     batch = importing.read(args.source_format, source, redact_secrets=settings.redact)
     target = settings
-    if args.dry_run and settings.storage == "sqlite" and not settings.db_path.exists():
+    if args.dry_run and settings.store_file is not None and not settings.store_file.exists():
         # An absent store holds nothing: count against an empty one and leave the disk alone.
         target = dataclasses.replace(settings, storage="memory")
     bar = render.ProgressBar(sys.stderr, "importing", enabled=sys.stderr.isatty())
@@ -534,7 +524,7 @@ async def _doctor(args: argparse.Namespace, settings: Settings) -> int:
     cwd = Path.cwd()
     home = Path.home()
     root = _project_root(cwd, home)
-    findings, count = await _store_findings(settings)
+    findings, count = await diagnosis.store_findings(settings)
     findings.append(_token_finding())
     findings.extend(_namespace_findings(settings.namespace, count, cwd, root))
     findings.extend(_claude_findings(root, home))
@@ -548,123 +538,6 @@ def _report(findings: Sequence[Finding], as_json: bool) -> int:
     else:
         _out(render.doctor_text(findings))
     return EXIT_OK if healthy else EXIT_FAILURE
-
-
-async def _store_findings(settings: Settings) -> tuple[list[Finding], int | None]:
-    """DB path, file mode, schema, integrity, index — read-only: doctor never creates or
-    migrates the store it is checking. Also returns how many memories the namespace holds."""
-    if settings.storage == "memory":
-        return [Finding("database", "warn", "PMA_STORAGE=memory: nothing is kept after "
-                        "the process exits", "unset PMA_STORAGE to keep memories on disk")], None
-    path = settings.db_path
-    if not path.exists():
-        return [_missing_db(path)], None
-    if not path.is_file():
-        return [Finding("database", "fail", f"{path} is not a file",
-                        "set PMA_DB_PATH to a file path")], None
-    findings = [Finding("database", "ok", f"{path} ({_size(path.stat().st_size)})")]
-    findings.extend(_mode_findings(path))
-    if not os.access(path, os.R_OK | os.W_OK):
-        findings.append(Finding("access", "fail", f"you cannot read and write {path}",
-                                f"chown $USER {path} && chmod 600 {path}"))
-        return findings, None
-    store, count = await _sqlite_findings(path, settings.namespace)
-    return findings + store, count
-
-
-def _missing_db(path: Path) -> Finding:
-    parent = next((p for p in path.parents if p.exists()), Path("/"))
-    if os.access(parent, os.W_OK | os.X_OK):
-        return Finding("database", "ok",
-                       f"{path} does not exist yet; it is created (mode 0600) on first use")
-    return Finding("database", "fail", f"{path} cannot be created: {parent} is not writable",
-                   "set PMA_DB_PATH to a writable location")
-
-
-def _size(n: int) -> str:
-    if n < 1024:
-        return f"{n:,} bytes"
-    value = n / 1024
-    for unit in ("KB", "MB"):
-        if value < 1024:
-            return f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GB"
-
-
-def _mode_findings(path: Path) -> list[Finding]:
-    if os.name != "posix":
-        return []
-    loose = []
-    for candidate in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
-        if candidate.exists() and candidate.stat().st_mode & 0o077:
-            loose.append(f"{candidate.name} {candidate.stat().st_mode & 0o777:04o}")
-    if not loose:
-        return [Finding("file mode", "ok", "0600: only you can read your memories")]
-    return [Finding("file mode", "warn",
-                    f"other users may read your memories ({', '.join(loose)})",
-                    f"chmod 600 {path}*")]
-
-
-async def _sqlite_findings(path: Path, namespace: str) -> tuple[list[Finding], int | None]:
-    uri = f"file:{quote(str(path))}?mode=ro"
-    try:
-        conn = await aiosqlite.connect(uri, uri=True)
-    except sqlite3.Error as exc:
-        return [Finding("open", "fail", f"cannot open {path}: {exc}",
-                        "check the path and its permissions")], None
-    conn.row_factory = sqlite3.Row
-    repo = SQLiteStore(conn)
-    try:
-        version = await repo.schema_version()
-        findings = [_schema_finding(version, SCHEMA_VERSION)]
-        if version == 0 or version > SCHEMA_VERSION:
-            return findings, None
-        integrity = await _integrity_finding(repo, path)
-        findings.append(integrity)
-        if version < SCHEMA_VERSION or integrity.status == "fail":
-            return findings, None
-        findings.append(await _index_finding(repo, path))
-        return findings, await repo.count(namespace)
-    except sqlite3.DatabaseError as exc:
-        return [Finding("sqlite", "fail", f"{path} is not a usable SQLite database: {exc}",
-                        "move it aside (or set PMA_DB_PATH elsewhere); a new store is created "
-                        "on first use")], None
-    finally:
-        await conn.close()
-
-
-def _schema_finding(version: int, current: int) -> Finding:
-    if version == current:
-        return Finding("schema", "ok", f"version {version} (current)")
-    if version > current:
-        return Finding("schema", "fail",
-                       f"version {version} is newer than this pma-mcp understands ({current})",
-                       launch.upgrade_fix())
-    if version == 0:
-        return Finding("schema", "ok", "empty store; the schema is created on first use")
-    return Finding("schema", "warn", f"version {version}, current is {current}",
-                   "nothing to do: it is migrated automatically the next time it is opened "
-                   "(e.g. by `pma-mcp stats`)")
-
-
-async def _integrity_finding(repo: SQLiteStore, path: Path) -> Finding:
-    """PRAGMA integrity_check; a failure is recorded so every process stops writing."""
-    try:
-        result = await repo.integrity_check()
-    except sqlite3.DatabaseError as exc:  # a page so damaged the check itself stops
-        result = str(exc)
-    if result.strip() == "ok":
-        cleared = db.damage_recorded(str(path)) is not None
-        db.clear_damage(str(path))
-        return Finding("integrity", "ok", "PRAGMA integrity_check: ok" + (
-            "; the damage recorded earlier is cleared, writes are allowed again"
-            if cleared else ""))
-    first = result.splitlines()[0] if result else "no answer"
-    db.record_damage(str(path), first)
-    return Finding("integrity", "fail", f"PRAGMA integrity_check: {first}; writes are refused",
-                   "stop running pma-mcp servers, then `pma-mcp doctor --repair` (the "
-                   "damaged file is kept beside the new one)")
 
 
 async def _repair(args: argparse.Namespace, settings: Settings) -> int:
@@ -695,19 +568,6 @@ async def _repair(args: argparse.Namespace, settings: Settings) -> int:
     else:
         _out("\n".join(lines))
     return EXIT_OK
-
-
-async def _index_finding(repo: SQLiteStore, path: Path) -> Finding:
-    c = await repo.check_consistency()
-    if c.ok:
-        return Finding("index", "ok", f"{c.memories:,} memories, {c.fts_rows:,} full-text rows, "
-                       "tags and entities in step")
-    problems = [f"{len(c.missing_in_fts)} not in the full-text index",
-                f"{len(c.orphaned_fts)} orphaned index rows",
-                f"{len(c.mismatched)} with stale index or labels"]
-    return Finding("index", "fail", "out of step with the memories: " + ", ".join(problems),
-                   f"rebuild: `{launch.cli('export', '--all', '-o', 'backup.json')}`, move "
-                   f"{path} aside, `{launch.cli('import', 'backup.json')}`")
 
 
 def _token_finding() -> Finding:

@@ -84,6 +84,11 @@ class Settings:
     """PMA_READ_NAMESPACES: other namespaces a tool call may name (`prefix/*` for a family)."""
 
     @property
+    def store_file(self) -> Path | None:
+        """The SQLite file that is the store; None for PostgreSQL or PMA_STORAGE=memory."""
+        return self.db_path if self.storage == "sqlite" and not self.database_url else None
+
+    @property
     def database(self) -> str:
         """What `db.connect` opens: the file path, or ':memory:' for PMA_STORAGE=memory."""
         return ":memory:" if self.storage == "memory" else str(self.db_path)

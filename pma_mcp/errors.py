@@ -41,6 +41,15 @@ class StorageError(PmaError):
     """The database could not be opened, migrated or written."""
 
 
+class StorageBusy(StorageError):
+    """Another writer held the store longer than this call would wait; retryable."""
+
+
+class StorageUnavailable(StorageError):
+    """The database server could not be reached or the connection was cut; retryable, and
+    the next call reconnects. A write that raised this was not acknowledged."""
+
+
 class DiskFullError(StorageError):
     """The disk holding the database is full; the transaction was rolled back."""
 

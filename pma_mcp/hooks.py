@@ -20,7 +20,6 @@ import asyncio
 import json
 import logging
 import re
-import sqlite3
 import sys
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
@@ -327,7 +326,7 @@ async def _best_effort(what: str, write: Coroutine[Any, Any, object]) -> bool:
 
     try:
         await write
-    except (StorageError, sqlite3.OperationalError) as exc:
+    except StorageError as exc:
         log.warning("%s not recorded: %s", what, exc)
         return False
     return True
@@ -335,7 +334,7 @@ async def _best_effort(what: str, write: Coroutine[Any, Any, object]) -> bool:
 
 def _store_missing(settings: Settings) -> bool:
     """Read-only hooks do not create a database just to find it empty."""
-    return settings.storage == "sqlite" and not settings.db_path.exists()
+    return settings.store_file is not None and not settings.store_file.exists()
 
 
 async def user_prompt_submit(payload: dict[str, Any], settings: Settings) -> str | None:

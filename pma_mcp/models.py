@@ -359,3 +359,16 @@ class Overview:
     gc_changes: int
     created: list[tuple[float, int]]
     period_days: int
+
+
+FindingStatus = Literal["ok", "info", "warn", "fail"]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One doctor check: what was found and, unless it is fine, how to fix it."""
+
+    check: str
+    status: FindingStatus
+    detail: str
+    fix: str = ""

@@ -19,6 +19,7 @@ from pma_mcp import transfer
 from pma_mcp.collector import TIER_CAPACITY
 from pma_mcp.models import (
     TIER_ORDER,
+    Finding,
     GCDecision,
     InspectResult,
     LineageEvent,
@@ -28,7 +29,6 @@ from pma_mcp.models import (
     Stats,
 )
 
-Status = Literal["ok", "info", "warn", "fail"]
 Align = Literal["<", ">"]
 
 ELLIPSIS = "…"
@@ -297,16 +297,6 @@ def gc_text(
 
 
 # ----------------------------------------------------------------- doctor
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Finding:
-    """One doctor check: what was found and, unless it is fine, how to fix it."""
-
-    check: str
-    status: Status
-    detail: str
-    fix: str = ""
 
 
 def doctor_text(findings: Sequence[Finding]) -> str:

@@ -197,9 +197,7 @@ class _Runtime:
 
     Static resources get no request context, so tools and resources alike reach the
     service through this holder; a use count keeps it open across overlapping connections.
-    `calls` serialises requests: the service runs on one aiosqlite connection, and two
-    concurrent write transactions on it fail ("cannot start a transaction within a
-    transaction"). Clients do send tool calls in parallel.
+    Clients send tool calls in parallel; the store serialises its own writes.
     """
 
     def __init__(
@@ -216,7 +214,6 @@ class _Runtime:
         self._service: MemoryService | None = None
         self._users = 0
         self._lock = anyio.Lock()
-        self.calls = anyio.Lock()
 
     @asynccontextmanager
     async def lifespan(self, _server: MCPServer[Any]) -> AsyncIterator[MemoryService]:
@@ -374,8 +371,7 @@ def _tool(
             try:
                 if kwargs.get("namespace") is not None:
                     kwargs["namespace"] = _allowed_namespace(rt.settings, kwargs["namespace"])
-                async with rt.calls:
-                    return await fn(*args, **kwargs)
+                return await fn(*args, **kwargs)
             except PmaError as err:
                 raise ToolError(str(err)) from None
             except Exception:
@@ -612,8 +608,7 @@ def _add_resources(app: MCPServer[Any], rt: _Runtime) -> None:
     )
     async def stats_resource() -> str:
         try:
-            async with rt.calls:
-                stats = await rt.service.stats()
+            stats = await rt.service.stats()
         except PmaError as err:
             raise _resource_error(err) from None
         return StatsOut.model_validate(stats).model_dump_json(indent=2)
@@ -627,8 +622,7 @@ def _add_resources(app: MCPServer[Any], rt: _Runtime) -> None:
     )
     async def memory_resource(id: str) -> str:
         try:
-            async with rt.calls:
-                memory = await rt.service.get(id)
+            memory = await rt.service.get(id)
         except PmaError as err:
             raise _resource_error(err) from None
         return MemoryOut.model_validate(memory).model_dump_json(indent=2)
@@ -643,8 +637,7 @@ def _add_prompts(app: MCPServer[Any], rt: _Runtime) -> None:
         if not topic.strip():
             raise MCPError(INVALID_PARAMS, "topic: give a few words, e.g. 'database migrations'")
         try:
-            async with rt.calls:
-                pack = await rt.service.get_context(topic, token_budget=2048)
+            pack = await rt.service.get_context(topic, token_budget=2048)
         except PmaError as err:
             raise MCPError(INVALID_PARAMS, str(err).replace("query:", "topic:", 1)) from None
         return (

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from pma_mcp import render
-from pma_mcp.models import MemoryType, TierStats
+from pma_mcp.models import Finding, MemoryType, TierStats
 
 
 def test_jsonable_turns_enums_datetimes_and_dataclasses_into_json() -> None:
@@ -59,8 +59,8 @@ def test_progress_bar_redraws_per_percent_and_stays_quiet_for_small_jobs() -> No
 
 
 def test_doctor_text_verdict_counts_failures_and_warnings() -> None:
-    findings = [render.Finding("schema", "ok", "version 3"),
-                render.Finding("hooks", "warn", "none", "add them"),
-                render.Finding("index", "fail", "stale", "rebuild")]
+    findings = [Finding("schema", "ok", "version 3"),
+                Finding("hooks", "warn", "none", "add them"),
+                Finding("index", "fail", "stale", "rebuild")]
     text = render.doctor_text(findings)
     assert "fix: add them" in text and text.endswith("unhealthy: 1 failure(s), 1 warning(s)")

@@ -21,7 +21,7 @@ LAYERS: dict[str, float] = {
     "render": 3.5, "schemas": 3.5, "outfile": 3.5,
     "service": 3,
     "retrieval": 2, "collector": 2, "budget": 2, "graph": 2, "consolidate": 2,
-    "repair": 2.5,
+    "repair": 2.5, "diagnosis": 2.5,
     "transfer": 2, "seeding": 2, "launch": 2, "editing": 2,
     "importing": 3.2, "importers": 2.3,
     "importers.base": 2.1,
@@ -29,7 +29,7 @@ LAYERS: dict[str, float] = {
     "store": 1,
     "lexicon": 0.5, "bm25": 0.5, "secret_rules": 0.5,
 }
-STORE_USERS = {"service", "retrieval", "collector", "graph", "consolidate", "repair"}
+STORE_USERS = {"service", "retrieval", "collector", "graph", "consolidate", "repair", "diagnosis"}
 """The only modules outside the store package that may import it: the service and the
 helpers it hands its store to."""
 DRIVERS = {"sqlite3", "aiosqlite", "psycopg", "psycopg_pool", "asyncpg"}
@@ -111,6 +111,21 @@ def test_imports_only_point_down() -> None:
                 continue
             if layer(target) >= layer(name):
                 problems.append(f"{name} imports {target}")
+    assert not problems, problems
+
+
+def test_only_the_service_touches_the_store() -> None:
+    problems = [f"{name} imports {target}" for name, path in modules().items()
+                if package(name) != "store" and name not in STORE_USERS
+                for target in local_imports(path) if package(target) == "store"]
+    assert not problems, problems
+
+
+def test_no_database_driver_above_the_store() -> None:
+    problems = [f"{name} imports {sorted(driver_imports(path))}"
+                for name, path in modules().items()
+                if package(name) != "store" and name not in FOREIGN_FILES
+                and driver_imports(path)]
     assert not problems, problems
 
 

@@ -20,22 +20,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import functools
+import inspect
 import logging
 import math
 import os
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 
-from pma_mcp.errors import DatabaseDamagedError, DiskFullError, StorageError
+from pma_mcp.errors import DatabaseDamagedError, DiskFullError, StorageBusy, StorageError
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 MEMORY = ":memory:"
 BUSY_TIMEOUT_MS = 15_000
@@ -79,6 +82,59 @@ def storage_fault(exc: sqlite3.Error, database: str) -> StorageError | None:
             or "not a database" in text:
         return DatabaseDamagedError(database, str(exc))
     return None
+
+
+def driver_error(exc: sqlite3.Error, database: str) -> StorageError:
+    """Any driver error as the StorageError it stands for: a fault (above), a lock held past
+    the busy timeout (StorageBusy), else a StorageError that points at doctor."""
+    fault = storage_fault(exc, database)
+    if fault is not None:
+        return fault
+    if isinstance(exc, sqlite3.OperationalError) and _is_locked(exc):
+        return StorageBusy(f"{database} is busy: another pma-mcp process held its write lock "
+                           "longer than this call waits; retry")
+    # Not the caller's doing (a schema changed behind our back, a bug): the detail is for
+    # the log, the message says what to do.
+    log.error("database error on %s", database, exc_info=exc)
+    return StorageError(f"internal database error on {database} (the details are in the "
+                        "pma-mcp log); run `pma-mcp doctor`, then retry")
+
+
+def maps_driver_errors(cls: type[T]) -> type[T]:
+    """Wrap every public coroutine (and async generator) method of a store class so no
+    sqlite3 error leaves it: what escapes is `driver_error`'s StorageError."""
+    for name, fn in list(vars(cls).items()):
+        if name.startswith("_") or not callable(fn):
+            continue
+        if inspect.isasyncgenfunction(fn):
+            setattr(cls, name, _mapped_generator(fn))
+        elif inspect.iscoroutinefunction(fn):
+            setattr(cls, name, _mapped_coroutine(fn))
+    return cls
+
+
+def _mapped_coroutine(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    @functools.wraps(fn)
+    async def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await fn(self, *args, **kwargs)
+        except sqlite3.Error as exc:
+            raise driver_error(exc, self.location) from exc
+    return call
+
+
+def _mapped_generator(
+    fn: Callable[..., AsyncGenerator[Any, None]],
+) -> Callable[..., AsyncGenerator[Any, None]]:
+    @functools.wraps(fn)
+    async def call(self: Any, *args: Any, **kwargs: Any) -> AsyncGenerator[Any, None]:
+        try:
+            async with contextlib.aclosing(fn(self, *args, **kwargs)) as items:
+                async for item in items:
+                    yield item
+        except sqlite3.Error as exc:
+            raise driver_error(exc, self.location) from exc
+    return call
 
 
 def damage_marker(database: str) -> Path:

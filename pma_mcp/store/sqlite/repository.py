@@ -37,7 +37,9 @@ from collections.abc import (
     Set as AbstractSet,
 )
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import aiosqlite
 
@@ -172,6 +174,7 @@ def _scope_sql(scope: Scope) -> tuple[str, list[Any]]:
     return " AND ".join(parts), params
 
 
+@db.maps_driver_errors
 class SQLiteStore:
     """The one door to the database. Open with `await SQLiteStore.open(database)`."""
 
@@ -206,6 +209,19 @@ class SQLiteStore:
         repo = cls(conn, busy_timeout_ms)
         await repo._fold_uncanonical_namespaces()
         return repo
+
+    @classmethod
+    async def open_read_only(cls, path: Path) -> SQLiteStore:
+        """The file as it is, never created or migrated (doctor); StorageError if it cannot
+        be opened."""
+        uri = f"file:{quote(str(path))}?mode=ro"
+        try:
+            conn = await db.Connection(
+                str(path), lambda: sqlite3.connect(uri, uri=True, isolation_level=None))
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot open {path}: {exc}") from exc
+        conn.row_factory = sqlite3.Row
+        return cls(conn)
 
     async def close(self) -> None:
         await self._conn.close()
