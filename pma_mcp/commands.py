@@ -129,7 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"pma-mcp {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in (_add_stats, _add_search, _add_inspect, _add_edit, _add_gc, _add_export,
-                _add_import, _add_seed, _add_doctor):
+                _add_import, _add_seed, _add_doctor, _add_migrate):
         add(sub)
     return parser
 
@@ -270,6 +270,20 @@ def _add_doctor(sub: Any) -> None:
                    "beside it); stop running pma-mcp servers first")
     _json_opt(p)
     p.set_defaults(handler=_doctor)
+
+
+def _add_migrate(sub: Any) -> None:
+    p = sub.add_parser(
+        "migrate", help="copy the whole store (every namespace, lineage, session records) "
+        "into another store: a postgresql:// URL or a SQLite file")
+    p.add_argument("--to", required=True, metavar="URL_OR_PATH",
+                   help="where to copy to; the source is the configured store "
+                   "(PMA_DATABASE_URL, else PMA_DB_PATH)")
+    p.add_argument("--merge", action="store_true",
+                   help="copy into a target that already holds memories (those it has are "
+                   "skipped)")
+    _json_opt(p)
+    p.set_defaults(handler=_migrate)
 
 
 # --------------------------------------------------------------- commands
@@ -538,6 +552,29 @@ def _report(findings: Sequence[Finding], as_json: bool) -> int:
     else:
         _out(render.doctor_text(findings))
     return EXIT_OK if healthy else EXIT_FAILURE
+
+
+async def _migrate(args: argparse.Namespace, settings: Settings) -> int:
+    """`migrate --to`: copy, resumably, with a progress bar on a terminal."""
+    from pma_mcp import migrate
+
+    bar = render.ProgressBar(sys.stderr, "copying", enabled=sys.stderr.isatty(),
+                             min_total=PROGRESS_MIN_RECORDS)
+    try:
+        report = await migrate.migrate(settings, args.to, merge=args.merge,
+                                       progress=bar.update)
+    finally:
+        bar.close()
+    if args.json:
+        _out(render.dumps(report))
+        return EXIT_OK
+    skipped = (f" ({report.memories_skipped:,} skipped: already there)"
+               if report.memories_skipped else "")
+    _out(f"{'resumed: ' if report.resumed else ''}copied {report.memories_copied:,} "
+         f"memories{skipped}, {report.lineage_copied:,} lineage events and "
+         f"{report.sessions_copied:,} sessions' records from {report.source} to "
+         f"{report.target}")
+    return EXIT_OK
 
 
 async def _repair(args: argparse.Namespace, settings: Settings) -> int:

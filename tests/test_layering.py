@@ -21,7 +21,7 @@ LAYERS: dict[str, float] = {
     "render": 3.5, "schemas": 3.5, "outfile": 3.5,
     "service": 3,
     "retrieval": 2, "collector": 2, "budget": 2, "graph": 2, "consolidate": 2,
-    "repair": 2.5, "diagnosis": 2.5,
+    "repair": 2.5, "diagnosis": 2.5, "migrate": 2.5,
     "transfer": 2, "seeding": 2, "launch": 2, "editing": 2,
     "importing": 3.2, "importers": 2.3,
     "importers.base": 2.1,
@@ -29,7 +29,8 @@ LAYERS: dict[str, float] = {
     "store": 1,
     "lexicon": 0.5, "bm25": 0.5, "secret_rules": 0.5,
 }
-STORE_USERS = {"service", "retrieval", "collector", "graph", "consolidate", "repair", "diagnosis"}
+STORE_USERS = {"service", "retrieval", "collector", "graph", "consolidate", "repair",
+               "diagnosis", "migrate"}
 """The only modules outside the store package that may import it: the service and the
 helpers it hands its store to."""
 DRIVERS = {"sqlite3", "aiosqlite", "psycopg", "psycopg_pool", "asyncpg"}

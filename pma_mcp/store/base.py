@@ -90,6 +90,20 @@ class Consistency:
                     or self.term_counts_off or self.vectors_off or self.namespace_stats_off)
 
 
+LineageRow = tuple[Any, ...]
+"""(memory_id, namespace, event, at, from_tier, to_tier, score, reason, count, last_at)."""
+
+
+@dataclass(frozen=True)
+class SessionState:
+    """What the hooks remember per session: injected memories and context resets."""
+
+    injections: list[tuple[str, str, float]]
+    """(session_id, memory_id, at)."""
+    resets: list[tuple[str, float]]
+    """(session_id, at)."""
+
+
 class Store(Protocol):
     """The one door to stored memories. Obtain one with `pma_mcp.store.open_store`."""
 
@@ -125,9 +139,11 @@ class Store(Protocol):
         *,
         skip_existing: bool,
         progress: Callable[[int], None] | None = None,
+        lineage: bool = True,
     ) -> int:
         """Import memories verbatim (ids, counts, timestamps) in one transaction; with
-        `skip_existing` an existing id or content is skipped, else it aborts the import."""
+        `skip_existing` an existing id or content is skipped, else it aborts the import.
+        With `lineage=False` no `created` event is written (a copy brings its own)."""
         ...
 
     async def touch(self, memories: Sequence[Memory], now: float, reason: str = "") -> None:
@@ -177,8 +193,11 @@ class Store(Protocol):
         ...
 
     async def restore_lineage(self, rows: Sequence[Sequence[Any]]) -> int:
-        """Insert lineage rows (memory_id, namespace, event, at, from_tier, to_tier, score,
-        reason, count, last_at) as read from another store; how many."""
+        """Insert LineageRows as read from another store; how many."""
+        ...
+
+    async def restore_session_state(self, state: SessionState) -> None:
+        """Merge another store's session state in (the later time wins per key)."""
         ...
 
     # ----------------------------------------------------------------- reads
@@ -293,6 +312,17 @@ class Store(Protocol):
         ...
 
     async def injected_ids(self, session_id: str) -> set[str]: ...
+
+    async def memories_after(self, after_seq: int, limit: int) -> list[Memory]:
+        """Up to `limit` memories of every namespace with seq > `after_seq`, in seq order
+        (`pma-mcp migrate` pages through a whole store with it)."""
+        ...
+
+    async def lineage_after(self, after_id: int, limit: int) -> list[tuple[int, LineageRow]]:
+        """Up to `limit` (id, LineageRow) of every namespace with id > `after_id`, by id."""
+        ...
+
+    async def session_state(self) -> SessionState: ...
 
     async def context_reset_at(self, session_id: str) -> float | None: ...
 

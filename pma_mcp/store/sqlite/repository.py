@@ -62,7 +62,9 @@ from pma_mcp.store.base import (
     Candidate,
     Consistency,
     GCBatching,
+    LineageRow,
     ScopeStats,
+    SessionState,
     TermStats,
 )
 from pma_mcp.store.sqlite import db
@@ -289,6 +291,7 @@ class SQLiteStore:
         *,
         skip_existing: bool,
         progress: Callable[[int], None] | None = None,
+        lineage: bool = True,
     ) -> int:
         """Import memories verbatim (ids, counts, timestamps) in ONE transaction.
 
@@ -315,7 +318,7 @@ class SQLiteStore:
                         f"does, as {clash.id}); use --skip-existing to leave existing memories "
                         "alone"
                     )
-                await self._insert_row(conn, memory, "imported")
+                await self._insert_row(conn, memory, "imported" if lineage else None)
                 stored += 1
         return stored
 
@@ -1151,6 +1154,37 @@ class SQLiteStore:
         await conn.execute("DELETE FROM namespace_terms WHERE namespace = ?", (old,))
         await conn.execute("DELETE FROM namespace_stats WHERE namespace = ?", (old,))
 
+    async def memories_after(self, after_seq: int, limit: int) -> list[Memory]:
+        return await self._fetch_all(
+            self._conn, f"SELECT {_COLUMNS} FROM memories m WHERE seq > ? ORDER BY seq LIMIT ?",
+            (after_seq, limit))
+
+    async def lineage_after(self, after_id: int, limit: int) -> list[tuple[int, LineageRow]]:
+        async with self._conn.execute(
+            "SELECT id, memory_id, namespace, event, at, from_tier, to_tier, score, reason, "
+            "count, last_at FROM lineage WHERE id > ? ORDER BY id LIMIT ?", (after_id, limit),
+        ) as cur:
+            return [(int(r[0]), tuple(r[1:])) for r in await cur.fetchall()]
+
+    async def session_state(self) -> SessionState:
+        async with self._conn.execute(
+            "SELECT session_id, memory_id, at FROM hook_injections") as cur:
+            injections = [(str(a), str(b), float(c)) for a, b, c in await cur.fetchall()]
+        async with self._conn.execute("SELECT session_id, at FROM context_resets") as cur:
+            resets = [(str(a), float(b)) for a, b in await cur.fetchall()]
+        return SessionState(injections, resets)
+
+    async def restore_session_state(self, state: SessionState) -> None:
+        async with self._write() as conn:
+            await conn.executemany(
+                "INSERT INTO hook_injections (session_id, memory_id, at) VALUES (?, ?, ?) "
+                "ON CONFLICT (session_id, memory_id) DO UPDATE SET at = max(at, excluded.at)",
+                state.injections)
+            await conn.executemany(
+                "INSERT INTO context_resets (session_id, at) VALUES (?, ?) "
+                "ON CONFLICT (session_id) DO UPDATE SET at = max(at, excluded.at)",
+                state.resets)
+
     async def restore_lineage(self, rows: Sequence[Sequence[Any]]) -> int:
         """Insert lineage rows as read from another store (`doctor --repair`); how many.
 
@@ -1209,8 +1243,11 @@ class SQLiteStore:
         async with conn.execute(sql) as cur:
             return [int(r[0]) for r in await cur.fetchall()]
 
-    async def _insert_row(self, conn: aiosqlite.Connection, memory: Memory, reason: str) -> int:
-        """Memory row, label rows, FTS row and the `created` lineage event; returns seq."""
+    async def _insert_row(
+        self, conn: aiosqlite.Connection, memory: Memory, reason: str | None
+    ) -> int:
+        """Memory row, label rows, FTS row and (with a reason) the `created` lineage event;
+        returns seq."""
         cur = await conn.execute(
             f"INSERT INTO memories ({_COLUMNS.split(', ', 1)[1]}) VALUES ({_placeholders(15)})",
             (
@@ -1244,10 +1281,11 @@ class SQLiteStore:
         await self._refresh_context(conn, memory.namespace, memory.session_id,
                                     [s for s, _ in earlier])
         await self._count_terms(conn, content_terms, +1)
-        await self._lineage(
-            conn, memory.id, memory.namespace, "created", memory.created_at.timestamp(),
-            to_tier=memory.memory_type, reason=reason,
-        )
+        if reason is not None:
+            await self._lineage(
+                conn, memory.id, memory.namespace, "created", memory.created_at.timestamp(),
+                to_tier=memory.memory_type, reason=reason,
+            )
         return seq
 
     @staticmethod
