@@ -65,6 +65,9 @@ class Settings:
 
     db_path: Path = field(default_factory=lambda: Path(DEFAULT_DB_PATH).expanduser())
     storage: Literal["sqlite", "memory"] = "sqlite"
+    database_url: str | None = None
+    """PMA_DATABASE_URL: a postgresql:// URL selects the PostgreSQL store (see docs/TEAM.md);
+    unset, the SQLite file at db_path is the store."""
     namespace: str = GLOBAL_NAMESPACE
     namespace_is_fallback: bool = False
     """True when no project could be told (no PMA_NAMESPACE, no project dir, cwd "/")."""
@@ -100,6 +103,7 @@ class Settings:
         level = log_level(raw_level)
         return cls(
             db_path=Path(raw_path).expanduser(),
+            database_url=database_url(env),
             storage="memory" if storage == "memory" else "sqlite",
             namespace=namespace,
             namespace_is_fallback=namespace == GLOBAL_NAMESPACE
@@ -113,6 +117,22 @@ class Settings:
             hook_min_similarity=_unit(env, "PMA_HOOK_MIN_SIMILARITY", default=0.55),
             read_namespaces=_namespace_list(env, "PMA_READ_NAMESPACES"),
         )
+
+
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def database_url(env: Mapping[str, str]) -> str | None:
+    """PMA_DATABASE_URL if set: a PostgreSQL URL (libpq conventions), or ConfigError."""
+    url = env.get("PMA_DATABASE_URL", "").strip()
+    if not url:
+        return None
+    if not url.startswith(POSTGRES_SCHEMES):
+        raise ConfigError(
+            "PMA_DATABASE_URL must be a PostgreSQL URL (postgresql://user@host:5432/dbname); "
+            "unset it to use the SQLite file at PMA_DB_PATH"
+        )
+    return url
 
 
 def claude_home(env: Mapping[str, str] | None = None) -> Path:
