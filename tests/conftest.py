@@ -64,13 +64,29 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(scope="session")
-def postgres_server() -> Iterator[str]:
-    """The URL of the session's test database on a real server; skips when none can be had."""
+def postgres_test_server() -> Iterator[postgres.PgServer]:
+    """The session's real server (a throwaway cluster, or PMA_TEST_POSTGRES_URL's); skips
+    when none can be had, with one line at the end of the run saying how to get one."""
     reason = postgres.skip_reason()
     if reason:
         pytest.skip(reason)
-    with postgres.server_url() as url:
-        yield url
+    with postgres.test_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def postgres_server(postgres_test_server: postgres.PgServer) -> str:
+    """The URL of the session's test database (every test's schema lives in it)."""
+    return postgres_test_server.url
+
+
+@pytest.fixture
+def postgres_cluster(postgres_test_server: postgres.PgServer) -> postgres.Cluster:
+    """The throwaway cluster itself, for fault tests that restart it; skips on an external
+    server. A test that restarts it leaves it running for the tests after it."""
+    if postgres_test_server.cluster is None:
+        pytest.skip(f"needs the throwaway cluster, not {postgres.URL_ENV}'s server")
+    return postgres_test_server.cluster
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 from urllib.parse import quote
 
 import asyncpg
@@ -132,8 +132,9 @@ class Cluster:
     def __init__(self, binaries: PgBin, *, durable: bool = False) -> None:
         self.binaries = binaries
         self.durable = durable
-        """False: fsync and synchronous_commit off — fast, and enough for a cluster that a test
-        run throws away (a killed client or a restarted server loses nothing acknowledged)."""
+        """False: fsync off — fast, and enough for a cluster a test run throws away. A commit
+        still writes its WAL before it is acknowledged (synchronous_commit stays on), so a
+        killed or restarted server loses no acknowledged write; only an OS crash could."""
         self.base: Path | None = None
         self.port = 0
 
@@ -157,8 +158,7 @@ class Cluster:
         for attempt in range(3):  # the free port may be taken between free_port() and bind
             self.port = free_port()
             try:
-                self._run(self._pg_ctl("start", "-w", "-t", "60", "-l", str(self.base / "log"),
-                                       "-o", self._server_options()))
+                self._start_server()
             except ClusterError:
                 if attempt == 2 or "could not bind" not in self.log_tail():
                     self.stop()
@@ -166,6 +166,19 @@ class Cluster:
                 continue
             run_sync(lambda: execute(self.url(), f"CREATE ROLE {PASSWORD_GROUP} NOLOGIN"))
             return
+
+    def restart(self, mode: Literal["smart", "fast", "immediate"] = "fast") -> None:
+        """Stop the server and start it again on the same port (a fault test's server restart).
+
+        Every open connection is cut; "immediate" is a crash (recovery replays the WAL).
+        """
+        self._run(self._pg_ctl("stop", "-m", mode, "-w", "-t", "60"))
+        self._start_server()
+
+    def _start_server(self) -> None:
+        assert self.base is not None
+        self._run(self._pg_ctl("start", "-w", "-t", "60", "-l", str(self.base / "log"),
+                               "-o", self._server_options()))
 
     def stop(self) -> None:
         """Stop the server (immediate: a test cluster keeps nothing) and remove its folder."""
@@ -188,8 +201,7 @@ class Cluster:
         options = ["-p", str(self.port), "-k", str(self.base), "-c", "listen_addresses=127.0.0.1",
                    "-c", "max_connections=200"]
         if not self.durable:
-            options += ["-c", "fsync=off", "-c", "synchronous_commit=off",
-                        "-c", "full_page_writes=off"]
+            options += ["-c", "fsync=off", "-c", "full_page_writes=off"]
         return shlex.join(options)
 
     def _pg_ctl(self, *args: str) -> list[str]:
@@ -287,19 +299,35 @@ def running_cluster(*, durable: bool = False) -> Iterator[Cluster]:
         cluster.stop()
 
 
+@dataclass(frozen=True)
+class PgServer:
+    """The session's server: the URL of its test database, and the cluster when it is ours."""
+
+    url: str
+    cluster: Cluster | None
+    """None for PMA_TEST_POSTGRES_URL's server (it cannot be restarted from here)."""
+
+
 @contextlib.contextmanager
-def server_url(database: str = TEST_DATABASE, *, durable: bool = False) -> Iterator[str]:
-    """A URL of an existing, empty-or-not `database` on a real server, for the whole session.
+def test_server(database: str = TEST_DATABASE, *, durable: bool = False) -> Iterator[PgServer]:
+    """A real server with `database` on it, for a whole session (or benchmark run).
 
     PMA_TEST_POSTGRES_URL's server if set (`database` is created there when missing), else a
-    throwaway cluster's. The URL names no password: libpq's PGPASSWORD / ~/.pgpass supply it.
+    throwaway cluster. The URL names no password: libpq's PGPASSWORD / ~/.pgpass supply it.
     """
     configured = os.environ.get(URL_ENV, "").strip()
     if configured:
-        yield ensure_database(configured, database)
+        yield PgServer(ensure_database(configured, database), None)
         return
     with running_cluster(durable=durable) as cluster:
-        yield ensure_database(cluster.url(), database)
+        yield PgServer(ensure_database(cluster.url(), database), cluster)
+
+
+@contextlib.contextmanager
+def server_url(database: str = TEST_DATABASE, *, durable: bool = False) -> Iterator[str]:
+    """test_server's URL alone."""
+    with test_server(database, durable=durable) as server:
+        yield server.url
 
 
 def ensure_database(url: str, database: str) -> str:

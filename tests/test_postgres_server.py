@@ -199,3 +199,21 @@ def test_skipped_postgres_tests_leave_exactly_one_line() -> None:
     lines = [line for line in done.stdout.splitlines() if postgres.SKIP_PREFIX in line]
     assert lines == [f"{postgres.SKIP_PREFIX}: {postgres.SWITCH_ENV}=off — unset it to run them"]
     assert " skipped" in done.stdout.splitlines()[-1]
+
+
+@pytest.mark.postgres
+async def test_a_restart_cuts_connections_and_keeps_committed_rows(
+        postgres_url: str, postgres_cluster: postgres.Cluster) -> None:
+    conn = await asyncpg.connect(postgres_url)
+    await conn.execute("CREATE TABLE kept (n int)")
+    await conn.execute("INSERT INTO kept VALUES (1)")
+    postgres_cluster.restart("immediate")
+    with pytest.raises((asyncpg.PostgresConnectionError, ConnectionError,
+                        asyncpg.InterfaceError, OSError)):
+        await conn.fetchval("SELECT count(*) FROM kept")
+    conn.terminate()
+    again = await asyncpg.connect(postgres_url)
+    try:
+        assert await again.fetchval("SELECT count(*) FROM kept") == 1
+    finally:
+        await again.close()
