@@ -1,8 +1,8 @@
-"""Shared fixtures: real SQLite files in tmp_path, a controllable clock."""
+"""Shared fixtures: real SQLite files in tmp_path, a real PostgreSQL server, a settable clock."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,6 +11,8 @@ import pytest
 from pma_mcp.budget import WordEstimate
 from pma_mcp.config import Settings
 from pma_mcp.service import MemoryService
+from tests import postgres
+from tests.backends import BACKENDS, Backend
 
 T0 = 1_800_000_000.0
 """A fixed epoch (2027-01-15) for exact clock arithmetic."""
@@ -54,11 +56,77 @@ async def service(settings: Settings, clock: FakeClock) -> AsyncIterator[MemoryS
         await svc.close()
 
 
+# ------------------------------------------------------------------ PostgreSQL (tests/postgres.py)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "postgres: needs a PostgreSQL server (tests/postgres.py)")
+
+
+@pytest.fixture(scope="session")
+def postgres_test_server() -> Iterator[postgres.PgServer]:
+    """The session's real server (a throwaway cluster, or PMA_TEST_POSTGRES_URL's); skips
+    when none can be had, with one line at the end of the run saying how to get one."""
+    reason = postgres.skip_reason()
+    if reason:
+        pytest.skip(reason)
+    with postgres.test_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def postgres_server(postgres_test_server: postgres.PgServer) -> str:
+    """The URL of the session's test database (every test's schema lives in it)."""
+    return postgres_test_server.url
+
+
+@pytest.fixture
+def postgres_cluster(postgres_test_server: postgres.PgServer) -> postgres.Cluster:
+    """The throwaway cluster itself, for fault tests that restart it; skips on an external
+    server. A test that restarts it leaves it running for the tests after it."""
+    if postgres_test_server.cluster is None:
+        pytest.skip(f"needs the throwaway cluster, not {postgres.URL_ENV}'s server")
+    return postgres_test_server.cluster
+
+
+@pytest.fixture
+def postgres_url(postgres_server: str) -> Iterator[str]:
+    """A URL whose search_path is a new empty schema of its own, dropped after the test."""
+    with postgres.fresh_schema(postgres_server) as url:
+        yield url
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> Backend:
+    """Each storage backend in turn; the postgres case skips without a server."""
+    name: Backend = request.param
+    return name
+
+
+@pytest.fixture
+def store_settings(backend: Backend, db_path: Path, request: pytest.FixtureRequest) -> Settings:
+    """`settings` on each backend: the SQLite file at db_path, or a fresh PostgreSQL schema."""
+    if backend == "postgres":
+        url: str = request.getfixturevalue("postgres_url")
+        return Settings(db_path=db_path, namespace=PROJECT, database_url=url)
+    return Settings(db_path=db_path, namespace=PROJECT)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """One visible line when the browser tests were skipped for want of a Chromium."""
+    """One visible line per kind of test skipped for want of a tool (Chromium, PostgreSQL)."""
     from tests.browser import INSTALL_HINT
 
-    for report in terminalreporter.stats.get("skipped", []):
-        if INSTALL_HINT in str(getattr(report, "longrepr", "")):
-            terminalreporter.write_line(INSTALL_HINT, yellow=True)
+    reasons = [_skip_reason(report) for report in terminalreporter.stats.get("skipped", [])]
+    if any(INSTALL_HINT in reason for reason in reasons):
+        terminalreporter.write_line(INSTALL_HINT, yellow=True)
+    for reason in reasons:
+        if reason.startswith(postgres.SKIP_PREFIX):
+            terminalreporter.write_line(reason, yellow=True)
             return
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    """A skip's reason text: longrepr is (path, line, "Skipped: <reason>") for pytest.skip."""
+    longrepr = getattr(report, "longrepr", "")
+    text = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+    return text.removeprefix("Skipped: ")
