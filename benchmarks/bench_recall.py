@@ -2,23 +2,31 @@
 stdio (the `recall` tool through the SDK client), limit 5.
 
     uv run python -m benchmarks.bench_recall [--size 100000] [--queries 200]
-        [--data locomo10.json] [--db PATH]
+        [--data locomo10.json] [--db PATH] [--backend sqlite,postgres] [--database-url URL]
+
+--backend names the stores to measure, one after the other in the same run on the same
+memories and queries: sqlite (a file; --db keeps it) and postgres (--database-url's
+database, reused if it already holds the namespace; else PMA_TEST_POSTGRES_URL's server or
+the tests' throwaway cluster, in a fresh schema).
 
 With --data the store holds conversational text: LoCoMo turns replicated into distinct
 sessions, each replica with about 15% of adjacent word pairs swapped, and the queries are LoCoMo
 questions (a replicated corpus is pessimistic: every query term matches every replica). Without
 it, the synthetic Zipf corpus of benchmarks.corpus and its queries. The store is one project
-namespace, bulk-inserted through SQLiteStore.insert_many (the FTS index, neighbour context and
+namespace, bulk-inserted through the store's insert_many (the index, neighbour context and
 speakers are the real ones). Queries are timed one at a time after warm-up, in --passes passes
 over all of them; each recall counts an access, as in real use. Printed: pass 1 as measured, and
 each query's best pass (what the code costs when other load on the machine lets it run).
-Targets at p50: in-process ≤ 15 ms, over stdio ≤ 20 ms.
+Targets at p50: in-process ≤ 15 ms, over stdio ≤ 20 ms (SQLite at 100k); over stdio ≤ 30 ms
+on PostgreSQL at 1M.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import dataclasses
 import os
 import random
 import statistics
@@ -38,7 +46,7 @@ from pma_mcp.budget import WordEstimate
 from pma_mcp.config import Settings
 from pma_mcp.models import Memory, MemoryType
 from pma_mcp.service import MemoryService
-from pma_mcp.store.sqlite.repository import SQLiteStore
+from pma_mcp.store import open_store
 from pma_mcp.transfer import content_hash
 
 NAMESPACE = "/bench/project"
@@ -88,12 +96,12 @@ def queries(size: int, data: Path | None, n: int) -> list[str]:
     return [corpus.query() for _ in range(n)]
 
 
-async def build(db_path: Path, size: int, data: Path | None) -> None:
+async def build(settings: Settings, size: int, data: Path | None) -> None:
     """Fill the store with `size` memories, in batches of BATCH."""
     now = time.time()
     source = (conversation_memories(data, now) if data is not None
               else Corpus(seed=size).memories(sys.maxsize, NAMESPACE, now))
-    repo = await SQLiteStore.open(str(db_path))
+    repo = await open_store(settings)
     try:
         stored = 0
         while stored < size:  # repeated texts (a short turn shuffles to itself) are skipped
@@ -103,8 +111,8 @@ async def build(db_path: Path, size: int, data: Path | None) -> None:
         await repo.close()
 
 
-async def count(db_path: Path) -> int:
-    repo = await SQLiteStore.open(str(db_path))
+async def count(settings: Settings) -> int:
+    repo = await open_store(settings)
     try:
         return await repo.count(NAMESPACE)
     finally:
@@ -129,8 +137,9 @@ async def timings(recall: Recall, texts: Sequence[str], passes: int) -> list[lis
     return out
 
 
-async def time_in_process(db_path: Path, texts: Sequence[str], passes: int) -> list[list[float]]:
-    settings = Settings(db_path=db_path, namespace=NAMESPACE)
+async def time_in_process(
+    settings: Settings, texts: Sequence[str], passes: int
+) -> list[list[float]]:
     async with await MemoryService.open(settings, counter=WordEstimate()) as service:
 
         async def recall(q: str) -> object:
@@ -139,11 +148,14 @@ async def time_in_process(db_path: Path, texts: Sequence[str], passes: int) -> l
         return await timings(recall, texts, passes)
 
 
-async def time_stdio(db_path: Path, texts: Sequence[str], passes: int) -> list[list[float]]:
-    env = {"PMA_DB_PATH": str(db_path), "PMA_NAMESPACE": NAMESPACE, "PMA_LOG_LEVEL": "WARNING",
-           "HOME": str(db_path.parent), "PATH": os.environ.get("PATH", "")}
+async def time_stdio(settings: Settings, texts: Sequence[str], passes: int) -> list[list[float]]:
+    home = settings.db_path.parent
+    env = {"PMA_DB_PATH": str(settings.db_path), "PMA_NAMESPACE": NAMESPACE,
+           "PMA_LOG_LEVEL": "WARNING", "HOME": str(home), "PATH": os.environ.get("PATH", "")}
+    if settings.database_url:
+        env["PMA_DATABASE_URL"] = settings.database_url
     params = StdioServerParameters(command=sys.executable, args=["-m", "pma_mcp"], env=env,
-                                   cwd=str(db_path.parent))
+                                   cwd=str(home))
     async with Client(params, mode="legacy") as client:
 
         async def recall(q: str) -> object:
@@ -165,6 +177,36 @@ def line(label: str, runs: Sequence[Sequence[float]]) -> str:
             f"| target p50 ≤ {TARGET_MS[label]:.0f} ms")
 
 
+async def measure(label: str, settings: Settings, args: argparse.Namespace,
+                  texts: Sequence[str]) -> None:
+    """Build the store unless it already holds the namespace, then time it both ways."""
+    kind = f"LoCoMo turns replicated ({args.data.name})" if args.data else "synthetic corpus"
+    t = time.perf_counter()
+    if await count(settings) > 0:
+        how = "reused"
+    else:
+        await build(settings, args.size, args.data)
+        how = f"built in {time.perf_counter() - t:.0f} s"
+    size = (f", {settings.db_path.stat().st_size / 1e6:.0f} MB" if settings.store_file
+            else "")
+    print(f"[{label}] store: {await count(settings):,} memories, {kind}{size}, {how}; "
+          f"{len(texts)} queries, limit {LIMIT}")
+    print(f"[{label}] " + line("in-process", await time_in_process(settings, texts, args.passes)))
+    print(f"[{label}] " + line("stdio", await time_stdio(settings, texts, args.passes)))
+
+
+@contextlib.contextmanager
+def postgres_store(url: str | None) -> Iterator[str]:
+    """`url` as given (kept), else a fresh schema on the tests' server (dropped after)."""
+    if url:
+        yield url
+        return
+    from tests import postgres  # the tests' throwaway cluster: a benchmark needs no setup
+
+    with postgres.server_url(durable=True) as server, postgres.fresh_schema(server) as fresh:
+        yield fresh
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -174,24 +216,29 @@ async def main() -> None:
                         help="LoCoMo JSON: conversational store and questions as queries")
     parser.add_argument("--passes", type=int, default=3, help="passes over the queries")
     parser.add_argument("--db", type=Path, default=None,
-                        help="keep the store at this path; reuse it if it exists")
+                        help="keep the SQLite store at this path; reuse it if it exists")
+    parser.add_argument("--backend", default="sqlite",
+                        help="comma-separated: sqlite, postgres (default sqlite)")
+    parser.add_argument("--database-url", default=os.environ.get("PMA_BENCH_DATABASE_URL"),
+                        help="PostgreSQL database to keep the store in (reused if filled)")
     args = parser.parse_args()
+    backends = [b.strip() for b in args.backend.split(",") if b.strip()]
+    if not backends or set(backends) - {"sqlite", "postgres"}:
+        parser.error("--backend takes sqlite, postgres or both")
     print(machine())
+    texts = queries(args.size, args.data, args.queries)
     with tempfile.TemporaryDirectory(prefix="pma-recall-") as tmp:
         db_path = args.db or Path(tmp) / "recall.db"
-        kind = f"LoCoMo turns replicated ({args.data.name})" if args.data else "synthetic corpus"
-        t = time.perf_counter()
-        if db_path.exists():
-            how = "reused"
-        else:
-            await build(db_path, args.size, args.data)
-            how = f"built in {time.perf_counter() - t:.0f} s"
-        texts = queries(args.size, args.data, args.queries)
-        print(f"store: {await count(db_path):,} memories, {kind}, "
-              f"{db_path.stat().st_size / 1e6:.0f} MB, {how}; {len(texts)} queries, "
-              f"limit {LIMIT}")
-        print(line("in-process", await time_in_process(db_path, texts, args.passes)))
-        print(line("stdio", await time_stdio(db_path, texts, args.passes)))
+        for backend in backends:
+            settings = Settings(db_path=db_path, namespace=NAMESPACE)
+            if backend == "sqlite":
+                await measure("sqlite", settings, args, texts)
+                continue
+            with postgres_store(args.database_url) as url:
+                pg = dataclasses.replace(settings, db_path=Path(tmp) / "unused.db",
+                                         database_url=url)
+                await measure("postgres", pg, args, texts)
+
 
 if __name__ == "__main__":
     asyncio.run(main())
