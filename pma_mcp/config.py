@@ -138,7 +138,6 @@ class Settings:
             db_path=Path(raw_path).expanduser(),
             database_url=database_url(env),
             storage="memory" if storage == "memory" else "sqlite",
-            namespace=namespace,
             namespace_is_fallback=namespace == GLOBAL_NAMESPACE
             and env.get("PMA_NAMESPACE", "").strip() != GLOBAL_NAMESPACE,
             **team,
@@ -163,11 +162,12 @@ class Settings:
 def team_settings(
     env: Mapping[str, str], *, cwd: str | None, path_namespace: str
 ) -> dict[str, Any]:
-    """The Settings fields for team use: the git namespace (over the path one), the author,
-    the shared global namespace. Reads git's config files once (identity.identify)."""
+    """The Settings fields for team use: the namespace (the git remote's over the path one),
+    the author, the shared global namespace. Reads git's files once (identity.identify)."""
     start = project_dir(env, cwd=cwd)
     found = identify(start if start and os.path.isabs(start) else None, env, home_dir(env))
-    fields: dict[str, Any] = {"author": _author(env, found), "shared_global_namespace": None}
+    fields: dict[str, Any] = {"namespace": path_namespace, "author": _author(env, found),
+                              "shared_global_namespace": None}
     shared = env.get("PMA_GLOBAL_NAMESPACE", "").strip()
     if shared:
         fields["shared_global_namespace"] = _namespace_setting("PMA_GLOBAL_NAMESPACE", shared)
