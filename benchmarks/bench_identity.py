@@ -14,6 +14,7 @@ shown for what parsing avoids.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import statistics
 import subprocess
@@ -72,13 +73,13 @@ def main() -> None:
               f"{'Settings.from_env':>18} {'one `git config`':>17}   namespace")
         for name, folder in places.items():
             cwd = str(folder)
-            base = _timed(lambda cwd=cwd: resolve_namespace(env, cwd=cwd), args.calls)
-            team = _timed(lambda cwd=cwd: team_settings(env, cwd=cwd, path_namespace=cwd),
+            base = _timed(functools.partial(resolve_namespace, env, cwd=cwd), args.calls)
+            team = _timed(functools.partial(team_settings, env, cwd=cwd, path_namespace=cwd),
                           args.calls)
-            whole = _timed(lambda cwd=cwd: Settings.from_env(env, cwd=cwd), args.calls)
-            spawn = _timed(lambda folder=folder: subprocess.run(
-                ["git", "config", "--get", "remote.origin.url"], cwd=folder, env=env,
-                capture_output=True, check=False), max(args.calls // 50, 10))
+            whole = _timed(functools.partial(Settings.from_env, env, cwd=cwd), args.calls)
+            spawn = _timed(functools.partial(
+                subprocess.run, ["git", "config", "--get", "remote.origin.url"], cwd=folder,
+                env=env, capture_output=True, check=False), max(args.calls // 50, 10))
             ns = Settings.from_env(env, cwd=cwd).namespace
             cells = [f"{p50:.0f} ({p95:.0f})" for p50, p95 in (base, team, whole, spawn)]
             print(f"{name:<16} {cells[0]:>17} {cells[1]:>17} {cells[2]:>18} {cells[3]:>17}"

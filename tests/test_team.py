@@ -390,7 +390,8 @@ async def test_the_v11_fixture_keeps_its_authors(tmp_path: Path) -> None:
     settings = Settings(db_path=db, namespace=FIXTURE_MEMORIES[0]["namespace"])
     async with await MemoryService.open(settings, counter=WordEstimate()) as service:
         for expected in FIXTURE_MEMORIES:
-            assert (await service.repo.get(expected["id"])).author == expected.get("author")
+            memory = await service.repo.get(expected["id"])
+            assert memory is not None and memory.author == expected.get("author")
 
 
 # ------------------------------------------------ the global namespace, per person
