@@ -12,6 +12,7 @@ import getpass
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -271,6 +272,26 @@ async def test_path_namespace_memories_fold_into_the_git_namespace_on_first_open
         assert (await service.repo.check_consistency()).ok
     async with await MemoryService.open(settings, counter=WordEstimate()) as service:
         assert await service.count() == 2  # a second open has nothing left to fold
+
+
+async def test_a_fold_blocked_by_another_writer_waits_for_a_later_open(
+    tmp_path: Path
+) -> None:
+    db = tmp_path / "store.db"
+    async with await MemoryService.open(Settings(db_path=db, namespace="/p/api"),
+                                        counter=WordEstimate()) as service:
+        await service.add("Kept under the path until the lock is gone (marker dingo)")
+    settings = Settings(db_path=db, namespace=NS, path_namespaces=("/p/api",))
+    holder = sqlite3.connect(db, isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        async with await MemoryService.open(settings, counter=WordEstimate(),
+                                            busy_timeout_ms=50) as service:
+            assert await service.count(namespace="/p/api") == 1  # opened all the same
+    finally:
+        holder.close()
+    async with await MemoryService.open(settings, counter=WordEstimate()) as service:
+        assert (await service.count(namespace="/p/api"), await service.count()) == (0, 1)
 
 
 # -------------------------------------------------- hooks, server and CLI, end to end
