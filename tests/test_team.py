@@ -340,7 +340,8 @@ def test_a_teammates_saved_exchange_reaches_the_others_prompt_with_its_author(
                           "cwd": str(bob["repo"]), "hook_event_name": "SessionStart",
                           "source": "startup"}, cwd=bob["repo"])
     assert started is not None and f"namespace {NS}" in started
-    assert TOKEN.encode() not in team["db"].read_bytes()
+    for file in team["db"].parent.glob(team["db"].name + "*"):  # the file, its WAL, its shm
+        assert TOKEN.encode() not in file.read_bytes()
     for proc in (saved, asked):  # PMA_LOG_LEVEL=DEBUG: everything the hooks log
         assert TOKEN.encode() not in proc.stderr
 
