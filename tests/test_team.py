@@ -26,6 +26,7 @@ from pma_mcp import gitconfig
 from pma_mcp.budget import WordEstimate
 from pma_mcp.config import GLOBAL_NAMESPACE, Settings, namespace_allowed
 from pma_mcp.errors import ConfigError, InvalidInput
+from pma_mcp.models import ImportItem
 from pma_mcp.server import build_server
 from pma_mcp.service import MemoryService
 from pma_mcp.store.sqlite.schema import SCHEMA_VERSION
@@ -181,6 +182,31 @@ def test_a_dotfiles_repository_at_home_is_not_every_folder_s_project(home: Path)
     assert Settings.from_env(env_for(home), cwd=str(project)).namespace == str(project)
 
 
+def test_broken_git_files_leave_the_path_namespace(tmp_path: Path, home: Path) -> None:
+    dangling = tmp_path / "dangling"
+    dangling.mkdir()
+    (dangling / ".git").write_text("gitdir: /nowhere/at/all\n")
+    garbage = checkout(tmp_path / "garbage", SPELLINGS[0])
+    (garbage / ".git" / "config").write_bytes(b"\xff\xfe[remote \"origin\"\x00\n\turl=\n"
+                                              + bytes(range(256)) * 8)
+    huge = checkout(tmp_path / "huge", SPELLINGS[0])
+    with (huge / ".git" / "config").open("a") as handle:
+        handle.write("# padding\n" * 200_000)
+    for folder in (dangling, garbage, huge):
+        settings = Settings.from_env(env_for(home), cwd=str(folder))
+        assert settings.namespace == str(folder)
+
+
+def test_a_hook_with_a_bad_pma_author_fails_open(team: dict[str, Any]) -> None:
+    bob = team["bob"]
+    proc = bob["hook"].run("user-prompt-submit",
+                           prompt_input("were the export retries capped?", cwd=str(bob["repo"])),
+                           env={"PMA_AUTHOR": "bob\nEvil: injected"}, cwd=bob["repo"])
+    assert proc.returncode == 0 and proc.stdout == b""
+    assert len(proc.stderr.decode().strip().splitlines()) == 1
+    assert b"PMA_AUTHOR" in proc.stderr
+
+
 # ------------------------------------------------------------------------- authors
 
 
@@ -245,6 +271,23 @@ async def test_an_imported_record_keeps_its_author_and_a_bad_one_is_refused(
             bad = dict(doc["memories"][0], id="ef" * 16, content="x", author="a\x1b[31mb")
             with pytest.raises(InvalidInput, match="author"):
                 await copy.import_document([bad])
+
+
+async def test_importers_without_a_source_author_record_the_importing_person(
+    tmp_path: Path
+) -> None:
+    shared = Settings(db_path=tmp_path / "s.db", namespace=NS, author="me@acme.example",
+                      database_url="postgresql://team@db/memory")
+    items = [ImportItem(key="k1", content="Use pnpm, not npm", namespace=NS),
+             ImportItem(key="k2", content="Answer tersely", namespace=GLOBAL_NAMESPACE),
+             ImportItem(key="k3", content="Peanut allergy", namespace=NS, author="alice")]
+    async with await MemoryService.open(shared, counter=WordEstimate()) as service:
+        assert (await service.import_items(items)).imported == 3
+        stored = {m["content"]: (m["namespace"], m["author"])
+                  for m in (await service.export(namespace="*"))["memories"]}
+    assert stored == {"Use pnpm, not npm": (NS, "me@acme.example"),
+                      "Answer tersely": ("default/me@acme.example", "me@acme.example"),
+                      "Peanut allergy": (NS, "alice")}
 
 
 # ----------------------------------------------------- migration of path namespaces
