@@ -98,8 +98,8 @@ class Settings:
     shared_global_namespace: str | None = None
     """PMA_GLOBAL_NAMESPACE: a global namespace the team shares (see `global_namespace`)."""
     path_namespaces: tuple[str, ...] = ()
-    """Path namespaces this project had before it was named by its git remote; the service
-    folds their memories into `namespace` when it opens the store (identity.py)."""
+    """Path namespaces this project had before it was named by its git remote: the service
+    moves their memories into `namespace` when it opens the store (MemoryService.open)."""
 
     @property
     def global_namespace(self) -> str:
