@@ -4,8 +4,9 @@ Hooks are fresh processes on the prompt path, so git is never spawned: the repos
 by walking up from the project directory (a `.git` folder, or a `.git` file saying `gitdir:`
 as worktrees and submodules have), and its config is parsed here. Only what the two lookups
 need is understood: sections, subsections, quoting and escapes, continuation lines,
-`include.path`, `includeIf "gitdir:…"` and `url.<base>.insteadOf`. A file that cannot be read
-is skipped, never an error: the caller falls back to the path namespace / the OS user.
+`include.path`, `includeIf "gitdir:…"` (matched with fnmatch, whose `*` also crosses a `/`
+where git's does not) and `url.<base>.insteadOf`. A file that cannot be read is skipped, never
+an error: the caller falls back to the path namespace / the OS user.
 
 A remote becomes one spelling for every clone (`remote_namespace`): `git:<host>/<path>`,
 host and path lowercased, credentials, scheme, port, `.git` and slashes left out. Nothing
@@ -167,7 +168,7 @@ def _include_target(
             return None
     else:
         return None
-    target = Path(home / value[2:]) if value.startswith("~/") else Path(value)
+    target = home / value[2:] if value.startswith("~/") else Path(value)
     return target if target.is_absolute() else path.parent / target
 
 
@@ -273,8 +274,8 @@ def remote_of(config: Config, remote_names: list[str]) -> Remote | None:
     if not names:
         return None
     chosen = "origin" if "origin" in names else names[0]
-    url = last(config, f"remote.{chosen}.url")
-    return Remote(chosen, _rewritten(config, url)) if url else None
+    urls = config.get(f"remote.{chosen}.url")  # git fetches from the first of several
+    return Remote(chosen, _rewritten(config, urls[0])) if urls and urls[0] else None
 
 
 def _rewritten(config: Config, url: str) -> str:
@@ -321,9 +322,10 @@ def _host_and_path(url: str) -> tuple[str, str] | None:
         scheme, rest = scheme_match.group(1).lower(), scheme_match.group(2)
         if scheme not in _NETWORK_SCHEMES:
             return None
-        authority, _, path = rest.partition("/")
-        path = re.split(r"[?#]", path, maxsplit=1)[0]
-        hostport = authority.rpartition("@")[2]  # user, password, token: never kept
+        # Everything up to the last "@" is user, password or token, and is never kept: a
+        # password written with a raw "/" in it must not become part of the path.
+        rest = re.split(r"[?#]", rest, maxsplit=1)[0].rpartition("@")[2]
+        hostport, _, path = rest.partition("/")
         if hostport.startswith("["):
             host = hostport[: hostport.find("]") + 1]
         else:

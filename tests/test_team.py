@@ -85,6 +85,15 @@ def test_every_spelling_of_one_remote_is_one_namespace(url: str) -> None:
     assert gitconfig.remote_namespace(url) == NS
 
 
+def test_no_part_of_a_credential_survives_normalising() -> None:
+    for url in (f"https://bob:{TOKEN}@github.com/acme/api", f"https://{TOKEN}@github.com/acme/api",
+                f"https://x:{TOKEN[:10]}/{TOKEN[10:]}@github.com/acme/api.git",
+                f"https://github.com/acme/api.git?access_token={TOKEN}"):
+        name = gitconfig.remote_namespace(url)
+        assert name == NS, url
+        assert not any(TOKEN[i:i + 6].lower() in name for i in range(len(TOKEN) - 5))
+
+
 @pytest.mark.parametrize("url", [
     "/srv/git/api.git", "../api", "file:///srv/git/api.git", "C:\\repos\\api", "~/api.git",
     "https://github.com/", "",
