@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from pma_mcp import __version__, diagnosis, launch, outfile, render, seeding
-from pma_mcp.config import GLOBAL_NAMESPACE, Settings, resolve_namespace
+from pma_mcp.config import GLOBAL_NAMESPACE, Settings
 from pma_mcp.errors import NotFound, PmaError
+from pma_mcp.gitconfig import NAMESPACE_PREFIX
 from pma_mcp.models import Finding, GCDecision, MemoryType
 from pma_mcp.service import MAX_LIMIT, MemoryService
 
@@ -627,14 +628,16 @@ def _token_finding() -> Finding:
 def _namespace_findings(
     namespace: str, count: int | None, cwd: Path, root: Path
 ) -> list[Finding]:
-    here = resolve_namespace({}, cwd=str(cwd))
+    here = Settings.from_env({}, cwd=str(cwd)).namespace
     if namespace == here:
-        source = "the working directory" if here != GLOBAL_NAMESPACE else "the global default"
+        source = ("the global default" if here == GLOBAL_NAMESPACE else
+                  "the git remote" if here.startswith(NAMESPACE_PREFIX) else
+                  "the working directory")
     else:
         source = "PMA_NAMESPACE or CLAUDE_PROJECT_DIR"
     held = "" if count is None else f"; {count:,} memories there"
     findings = [Finding("namespace", "info", f"{namespace} (from {source}){held}")]
-    if namespace == here and root != cwd:
+    if namespace == here and root != cwd and Settings.from_env({}, cwd=str(root)).namespace != here:
         findings.append(Finding(
             "namespace", "warn",
             f"Claude Code started in the project root {root} uses namespace {root}, "

@@ -6,13 +6,24 @@ Everything else receives a `Settings` value, so tests build one directly and two
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pma_mcp.errors import ConfigError
+from pma_mcp.identity import (
+    MAX_AUTHOR_CHARS,
+    Identity,
+    author_text,
+    home_dir,
+    identify,
+    os_user,
+    person_key,
+    printable,
+)
 
 GLOBAL_NAMESPACE = "default"
 """The namespace for rules that apply everywhere; queried beside the project's own."""
@@ -82,6 +93,27 @@ class Settings:
     """The prompt hook's relevance floor on semantic_similarity (see hooks.py)."""
     read_namespaces: tuple[str, ...] = ()
     """PMA_READ_NAMESPACES: other namespaces a tool call may name (`prefix/*` for a family)."""
+    author: str | None = None
+    """Who stores memories here: PMA_AUTHOR, else git's user.email, else the OS user."""
+    shared_global_namespace: str | None = None
+    """PMA_GLOBAL_NAMESPACE: a global namespace the team shares (see `global_namespace`)."""
+    path_namespaces: tuple[str, ...] = ()
+    """Path namespaces this project had before it was named by its git remote: the service
+    moves their memories into `namespace` when it opens the store (MemoryService.open)."""
+
+    @property
+    def global_namespace(self) -> str:
+        """This person's namespace of rules that apply everywhere, read beside the project's.
+
+        One person on SQLite: "default". On a shared database "default" would be every
+        member's rules at once, so each person has `default/<author>` unless the team set
+        PMA_GLOBAL_NAMESPACE to share one.
+        """
+        if self.shared_global_namespace:
+            return self.shared_global_namespace
+        if self.database_url is None:
+            return GLOBAL_NAMESPACE
+        return f"{GLOBAL_NAMESPACE}/{person_key(self.author)}"
 
     @property
     def store_file(self) -> Path | None:
@@ -104,15 +136,16 @@ class Settings:
             raise ConfigError(f"PMA_STORAGE must be 'sqlite' or 'memory', got {storage!r}")
         raw_path = env.get("PMA_DB_PATH", "").strip() or DEFAULT_DB_PATH
         namespace = resolve_namespace(env, cwd=cwd)
+        team = team_settings(env, cwd=cwd, path_namespace=namespace)
         raw_level = env.get("PMA_LOG_LEVEL", "").strip() or "WARNING"
         level = log_level(raw_level)
         return cls(
             db_path=Path(raw_path).expanduser(),
             database_url=database_url(env),
             storage="memory" if storage == "memory" else "sqlite",
-            namespace=namespace,
             namespace_is_fallback=namespace == GLOBAL_NAMESPACE
             and env.get("PMA_NAMESPACE", "").strip() != GLOBAL_NAMESPACE,
+            **team,
             log_level=level or "WARNING",
             unknown_log_level=None if level else raw_level,
             weights=_weights_from_env(env),
@@ -121,7 +154,68 @@ class Settings:
             autosave_gc_threshold=_int(env, "PMA_GC_THRESHOLD", default=80),
             hook_min_similarity=_unit(env, "PMA_HOOK_MIN_SIMILARITY", default=0.55),
             read_namespaces=_namespace_list(env, "PMA_READ_NAMESPACES"),
-        )
+        ).for_person()
+
+    def for_person(self) -> Settings:
+        """The global namespace as this person's: "default" (no project, or PMA_NAMESPACE=
+        default) becomes `global_namespace`, which is "default" itself on SQLite."""
+        if self.namespace != GLOBAL_NAMESPACE or self.global_namespace == GLOBAL_NAMESPACE:
+            return self
+        return dataclasses.replace(self, namespace=self.global_namespace)
+
+
+def team_settings(
+    env: Mapping[str, str], *, cwd: str | None, path_namespace: str
+) -> dict[str, Any]:
+    """The Settings fields for team use: the namespace (the git remote's over the path one),
+    the author, the shared global namespace. Reads git's files once (identity.identify)."""
+    start = project_dir(env, cwd=cwd)
+    found = identify(start if start and os.path.isabs(start) else None, env, home_dir(env))
+    fields: dict[str, Any] = {"namespace": path_namespace, "author": _author(env, found),
+                              "shared_global_namespace": None}
+    shared = env.get("PMA_GLOBAL_NAMESPACE", "").strip()
+    if shared:
+        fields["shared_global_namespace"] = _namespace_setting("PMA_GLOBAL_NAMESPACE", shared)
+    if found.namespace and not env.get("PMA_NAMESPACE", "").strip():
+        older = (path_namespace, canonical_namespace(str(found.root)) if found.root else "")
+        fields["namespace"] = found.namespace
+        fields["path_namespaces"] = tuple(
+            dict.fromkeys(n for n in older if n and n not in (found.namespace, GLOBAL_NAMESPACE)))
+    return fields
+
+
+def _author(env: Mapping[str, str], found: Identity) -> str | None:
+    raw = env.get("PMA_AUTHOR", "")
+    if raw.strip():
+        author = author_text(raw)
+        if author is None:
+            raise ConfigError(
+                f"PMA_AUTHOR must be one line of at most {MAX_AUTHOR_CHARS} printable "
+                "characters (a name or an email address)")
+        return author
+    return found.email or os_user()
+
+
+def _namespace_setting(key: str, raw: str) -> str:
+    name = canonical_namespace(raw)
+    if not printable(name):
+        raise ConfigError(f"{key} must be a namespace name on one line, got {raw!r}")
+    return name
+
+
+def project_dir(env: Mapping[str, str], *, cwd: str | None = None) -> str | None:
+    """The project's directory (canonical): CLAUDE_PROJECT_DIR as given, else the working
+    directory unless that is "/" (Claude Desktop); None when there is none."""
+    value = env.get("CLAUDE_PROJECT_DIR", "").strip()
+    if value:
+        return canonical_namespace(value)
+    if cwd is None:
+        try:
+            cwd = os.getcwd()
+        except OSError:
+            return None
+    folder = canonical_namespace(cwd)
+    return folder if folder and folder != "/" else None
 
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
@@ -153,20 +247,12 @@ def resolve_namespace(env: Mapping[str, str], *, cwd: str | None = None) -> str:
     The server passes no `cwd` (its own working directory is used); a hook passes the `cwd`
     of its input, which is the directory Claude Code runs in, so both land on the same value.
     A working directory of "/" (Claude Desktop) is not a project and maps to "default".
+    This is the path namespace; Settings.from_env prefers the git remote's (team_settings).
     """
-    for key in ("PMA_NAMESPACE", "CLAUDE_PROJECT_DIR"):
-        value = env.get(key, "").strip()
-        if value:
-            return canonical_namespace(value)
-    if cwd is None:
-        try:
-            cwd = os.getcwd()
-        except OSError:
-            cwd = ""
-    cwd = canonical_namespace(cwd)
-    if cwd and cwd != "/":
-        return cwd
-    return GLOBAL_NAMESPACE
+    value = env.get("PMA_NAMESPACE", "").strip()
+    if value:
+        return canonical_namespace(value)
+    return project_dir(env, cwd=cwd) or GLOBAL_NAMESPACE
 
 
 def canonical_namespace(name: str) -> str:
@@ -203,7 +289,7 @@ def namespace_allowed(settings: Settings, name: str) -> bool:
 
     An entry ending in "*" allows every namespace that starts with the text before it.
     """
-    if name in (settings.namespace, GLOBAL_NAMESPACE):
+    if name in (settings.namespace, settings.global_namespace):
         return True
     return any(
         name.startswith(entry[:-1]) if entry.endswith("*") else name == entry

@@ -251,7 +251,8 @@ def _entry(memory: Memory, scope_label: str) -> str:
     where = f" · {scope_label}" if scope_label else ""
     return (
         f"- [{memory.memory_type.value} · importance {memory.importance:.2f} · "
-        f"{memory.created_at.date().isoformat()}{where} · id {memory.id[:8]}] {content}"
+        f"{memory.created_at.date().isoformat()}{where} · by {memory.shown_author} · "
+        f"id {memory.id[:8]}] {content}"
     )
 
 
@@ -351,15 +352,13 @@ async def user_prompt_submit(payload: dict[str, Any], settings: Settings) -> str
     query = prompt_query(_text(payload.get("prompt")))
     if query is None or _store_missing(settings):
         return None
-    from pma_mcp.config import GLOBAL_NAMESPACE
-
     session = _session_id(payload)
     project = settings.namespace
     budgets = {project: PROJECT_BUDGET}
-    if project == GLOBAL_NAMESPACE:
+    if project == settings.global_namespace:
         budgets[project] += GLOBAL_BUDGET
     else:
-        budgets[GLOBAL_NAMESPACE] = GLOBAL_BUDGET
+        budgets[settings.global_namespace] = GLOBAL_BUDGET
     async with await _open(settings, CONTEXT_BUSY_MS) as service:
         seen = await service.injected_ids(session) if session else set()
         packs = await service.get_contexts(

@@ -41,6 +41,10 @@ def tier_down(tier: MemoryType) -> MemoryType:
     return TIER_ORDER[min(TIER_ORDER.index(tier) + 1, len(TIER_ORDER) - 1)]
 
 
+UNKNOWN_AUTHOR = "unknown"
+"""How a memory stored before authors were recorded (schema v11) is shown."""
+
+
 def to_datetime(epoch: float) -> datetime:
     return datetime.fromtimestamp(epoch, tz=UTC)
 
@@ -65,6 +69,13 @@ class Memory:
     seq: int = 0
     content_hash: str = ""
     superseded_by: str | None = None
+    author: str | None = None
+    """Who stored it (Settings.author); None for memories stored before schema v11."""
+
+    @property
+    def shown_author(self) -> str:
+        """The author as every view shows it ("unknown" when none was recorded)."""
+        return self.author or UNKNOWN_AUTHOR
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,6 +91,7 @@ class NewMemory:
     metadata: dict[str, Any] = field(default_factory=dict)
     session_id: str | None = None
     supersedes: str | None = None
+    author: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -272,6 +284,8 @@ class ImportItem:
     metadata: dict[str, Any] = field(default_factory=dict)
     session_id: str | None = None
     created_at: float | None = None
+    author: str | None = None
+    """The source's own author, if it records one (None: the importing person)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

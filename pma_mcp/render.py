@@ -34,6 +34,8 @@ Align = Literal["<", ">"]
 ELLIPSIS = "…"
 MIN_FLEX_WIDTH = 12
 INDENT = "  "
+AUTHOR_WIDTH = 24
+"""A search row's author column is cut here so the content keeps most of the line."""
 
 
 # ------------------------------------------------------------------ JSON
@@ -178,11 +180,12 @@ def search_text(
         rows.append([
             str(rank), m.id[:8], m.memory_type.value, number(item.score),
             number(b.semantic_similarity), number(b.importance), number(b.recency),
-            number(b.access_frequency), marker + m.content,
+            number(b.access_frequency), clip(m.shown_author, AUTHOR_WIDTH), marker + m.content,
         ])
     return table(
-        ["#", "id", "tier", "score", "semantic", "importance", "recency", "access", "content"],
-        rows, align=[">", "<", "<", ">", ">", ">", ">", ">", "<"], width=width,
+        ["#", "id", "tier", "score", "semantic", "importance", "recency", "access", "author",
+         "content"],
+        rows, align=[">", "<", "<", ">", ">", ">", ">", ">", "<", "<"], width=width,
     )
 
 
@@ -207,6 +210,7 @@ def memory_fields(m: Memory, now: datetime) -> str:
     pairs = [
         ("id", m.id),
         ("namespace", m.namespace),
+        ("author", m.shown_author),
         ("tier", m.memory_type.value),
         ("importance", f"{m.importance:g}"),
         ("tokens", f"{m.token_count:,}"),

@@ -70,6 +70,9 @@ class MemoryOut(_Out):
     metadata: dict[str, Any]
     session_id: str | None
     superseded_by: str | None = Field(description="Id of the memory that corrects this one")
+    author: str | None = Field(
+        description="Who stored it (PMA_AUTHOR, git user.email or the OS user); null: "
+        "stored before authors were recorded")
 
 
 
@@ -86,6 +89,7 @@ class StoredMemory(_Out):
     created_at: datetime
     metadata: dict[str, Any]
     session_id: str | None
+    author: str | None
     deduplicated: bool = Field(
         description="True if the same content was already stored here; that memory was "
         "reinforced instead of adding a copy"
@@ -110,6 +114,7 @@ class RecalledMemory(_Out):
     created_at: datetime
     access_count: int
     token_count: int
+    author: str | None = Field(description="Who stored it; null: unknown (stored before v11)")
     score: float = Field(description="Composite score in [0, 1]")
     breakdown: Breakdown
 
@@ -135,13 +140,15 @@ class ContextResult(_Out):
     text: str = Field(description="The memories as one block, ready to read")
 
     @classmethod
-    def of(cls, pack: ContextPack, namespace: str) -> ContextResult:
+    def of(
+        cls, pack: ContextPack, namespace: str, global_namespace: str = GLOBAL_NAMESPACE
+    ) -> ContextResult:
         return cls(
             memories=[RecalledMemory.of(s) for s in pack.memories],
             total_tokens=pack.total_tokens,
             token_budget=pack.token_budget,
             budget_used=pack.budget_used,
-            text=context_text(pack, namespace),
+            text=context_text(pack, namespace, global_namespace),
         )
 
 
@@ -266,7 +273,9 @@ class RelatedOut(_Out):
 # ---------------------------------------------------------------------- text
 
 
-def context_text(pack: ContextPack, namespace: str) -> str:
+def context_text(
+    pack: ContextPack, namespace: str, global_namespace: str = GLOBAL_NAMESPACE
+) -> str:
     """The packed memories as one block an agent reads as-is (short ids work with forget)."""
     if not pack.memories:
         return "No stored memories matched. Use remember to store decisions, facts and preferences."
@@ -277,19 +286,20 @@ def context_text(pack: ContextPack, namespace: str) -> str:
     lines = [head]
     for item in pack.memories:
         m = item.memory
-        where = "" if m.namespace == namespace else f" · {_scope_label(m.namespace)}"
+        where = ("" if m.namespace == namespace
+                 else f" · {_scope_label(m.namespace, global_namespace)}")
         tags = f" · tags: {', '.join(m.tags)}" if m.tags else ""
         label = (
             f"[{m.id[:8]} · {m.memory_type.value} · importance {m.importance:.2f} · "
-            f"{m.created_at:%Y-%m-%d}{where}{tags}]"
+            f"{m.created_at:%Y-%m-%d}{where} · by {m.shown_author}{tags}]"
         )
         body = m.content.strip().replace("\n", "\n  ")
         lines.append(f"- {label} {body}")
     return "\n".join(lines)
 
 
-def _scope_label(namespace: str) -> str:
-    return "global" if namespace == GLOBAL_NAMESPACE else f"namespace {namespace}"
+def _scope_label(namespace: str, global_namespace: str) -> str:
+    return "global" if namespace == global_namespace else f"namespace {namespace}"
 
 
 class UpdatedOut(_Out):

@@ -35,7 +35,7 @@ from pydantic import Field
 
 from pma_mcp import __version__, launch, validation
 from pma_mcp.budget import TokenCounter
-from pma_mcp.config import GLOBAL_NAMESPACE, LOG_LEVELS, Settings, namespace_allowed
+from pma_mcp.config import LOG_LEVELS, Settings, namespace_allowed
 from pma_mcp.errors import Ambiguous, ConfigError, InvalidInput, NotFound, PmaError
 from pma_mcp.schemas import (
     ContextResult,
@@ -407,9 +407,9 @@ def _allowed_namespace(settings: Settings, value: object) -> str:
     raise InvalidInput(
         "namespace",
         f"{name!r} is not this project's namespace; a tool call may name only "
-        f"{settings.namespace!r} (this project), {GLOBAL_NAMESPACE!r} (global) or a namespace "
-        "listed in PMA_READ_NAMESPACES (comma-separated, 'prefix/*' for a family; set it in "
-        "the server's environment to allow this one)",
+        f"{settings.namespace!r} (this project), {settings.global_namespace!r} (global) or a "
+        "namespace listed in PMA_READ_NAMESPACES (comma-separated, 'prefix/*' for a family; "
+        "set it in the server's environment to allow this one)",
     )
 
 
@@ -530,7 +530,8 @@ def _add_tools(app: _Server, rt: _Runtime) -> None:
         pack = await rt.service.get_context(
             query, token_budget=token_budget, namespace=namespace, include_global=include_global
         )
-        return ContextResult.of(pack, namespace or rt.settings.namespace)
+        return ContextResult.of(pack, namespace or rt.settings.namespace,
+                                rt.settings.global_namespace)
 
     @_tool(app, rt, "inspect", "Inspect a memory", READ_ONLY, mcp_app.tool_meta())
     async def inspect_memory(
@@ -643,7 +644,7 @@ def _add_prompts(app: MCPServer[Any], rt: _Runtime) -> None:
         return (
             f"What do we already know about {topic.strip()!r}? "
             "These memories were stored in earlier sessions:\n\n"
-            f"{context_text(pack, rt.settings.namespace)}\n\n"
+            f"{context_text(pack, rt.settings.namespace, rt.settings.global_namespace)}\n\n"
             "Use what is relevant, and say if something looks outdated "
             "(forget it, or remember a correction with supersedes)."
         )
@@ -666,7 +667,7 @@ def configure_logging(settings: Settings) -> None:
 
 def banner(settings: Settings, *, tty: bool) -> str:
     """The stderr lines at startup: where memories go, and on a terminal what this is."""
-    scope = " (global)" if settings.namespace == GLOBAL_NAMESPACE else ""
+    scope = " (global)" if settings.namespace == settings.global_namespace else ""
     line = (
         f"pma-mcp {__version__}: namespace {settings.namespace!r}{scope}, "
         f"database {settings.database}\n"

@@ -9,6 +9,7 @@ inside those namespaces only.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
@@ -18,7 +19,7 @@ from typing import Any
 from pma_mcp import collector, editing, graph, lexicon, redact, retrieval, transfer, validation
 from pma_mcp.budget import TokenCounter, default_counter, pack
 from pma_mcp.config import AUTO_SAVED_TAG, GLOBAL_NAMESPACE, Settings
-from pma_mcp.errors import Ambiguous, InvalidInput, NotFound
+from pma_mcp.errors import Ambiguous, InvalidInput, NotFound, StorageError
 from pma_mcp.models import (
     AddResult,
     Browse,
@@ -51,6 +52,7 @@ from pma_mcp.scoring import breakdown
 from pma_mcp.store import Store, lexical, open_store
 
 Clock = Callable[[], float]
+log = logging.getLogger(__name__)
 
 MAX_LIMIT = 50
 MAX_QUERY_CHARS = 10_000
@@ -98,8 +100,28 @@ class MemoryService:
     ) -> MemoryService:
         """`busy_timeout_ms`: how long a write waits for another process (default 15 s)."""
         repo = await open_store(settings, busy_timeout_ms=busy_timeout_ms)
-        return cls(repo, settings, clock=clock, counter=counter,
-                   merge_near_duplicates=merge_near_duplicates)
+        service = cls(repo, settings, clock=clock, counter=counter,
+                      merge_near_duplicates=merge_near_duplicates)
+        await service._fold_path_namespaces()
+        return service
+
+    async def _fold_path_namespaces(self) -> None:
+        """Memories of this project's older path namespaces join its git namespace.
+
+        Before a project was named by its git remote its memories sat under its path
+        (Settings.path_namespaces); the first open from that checkout moves them, merging
+        exact duplicates (Store.move_namespace). Later opens find nothing to move: one
+        indexed count per path. A failure (locked, read-only) leaves it for the next open.
+        """
+        for old in self.settings.path_namespaces:
+            if not await self.repo.count(old):
+                continue
+            try:
+                moved = await self.repo.move_namespace(old, self.namespace, self._clock())
+            except StorageError as exc:  # busy or read-only: a fold must never stop an open
+                log.info("namespace %r not folded into %r yet: %s", old, self.namespace, exc)
+                return
+            log.info("folded %d memories of namespace %r into %r", moved, old, self.namespace)
 
     async def close(self) -> None:
         await self.repo.close()
@@ -126,8 +148,9 @@ class MemoryService:
 
     def _visible(self, namespace: str | None, include_global: bool = True) -> tuple[str, ...]:
         own = self._own(namespace)
-        if include_global and own != GLOBAL_NAMESPACE:
-            return (own, GLOBAL_NAMESPACE)
+        personal = self.settings.global_namespace
+        if include_global and own != personal:
+            return (own, personal)
         return (own,)
 
     @property
@@ -162,6 +185,7 @@ class MemoryService:
             metadata_=metadata,
             session_id=session_id,
             supersedes=supersedes,
+            author_=self.settings.author,
         )
         new = self._scrubbed(new)
         old = None
@@ -545,7 +569,8 @@ class MemoryService:
         """
         override = None if namespace is None else validation.namespace(namespace)
         records = transfer.records_of(doc)
-        memories = [transfer.from_record(r, i, override, scrub=self._scrub)
+        memories = [transfer.from_record(r, i, override, scrub=self._scrub,
+                                         author=self.settings.author)
                     for i, r in enumerate(records, 1)]
         _refuse_repeated_ids(memories)
         total = len(memories)
@@ -599,11 +624,14 @@ class MemoryService:
         return ImportReport(imported=stored, skipped=len(items) - stored)
 
     def _imported(self, item: ImportItem, now: float) -> Memory:
+        personal = item.namespace == GLOBAL_NAMESPACE  # an importer's "global" is this person's
         new = validation.new_memory(
-            content=item.content, namespace_=item.namespace, importance_=item.importance,
+            content=item.content,
+            namespace_=self.settings.global_namespace if personal else item.namespace,
+            importance_=item.importance,
             memory_type_=item.memory_type, tags=list(item.tags),
             linked_entities=list(item.linked_entities), metadata_=item.metadata,
-            session_id=item.session_id,
+            session_id=item.session_id, author_=item.author or self.settings.author,
         )
         created = now if item.created_at is None else min(item.created_at, now)
         key = transfer.content_hash(f"import\0{new.namespace}\0{item.key}")

@@ -47,6 +47,7 @@ def to_record(memory: Memory) -> dict[str, Any]:
         "metadata": memory.metadata,
         "session_id": memory.session_id,
         "superseded_by": memory.superseded_by,
+        "author": memory.author,
     }
 
 
@@ -82,14 +83,18 @@ def from_record(
     namespace: str | None = None,
     *,
     scrub: Callable[[str], str] | None = None,
+    author: str | None = None,
 ) -> Memory:
     """A memory from record number `index` (1-based in messages); `namespace` overrides.
+
+    `author` is the importing person, for a record written before exports carried one (no
+    "author" key); a record's own author, even null (unknown), is kept.
 
     `scrub` cleans the content and metadata strings before anything is hashed or stored
     (`redact.scrub`: an export from a store kept with PMA_REDACT=0 loses its secrets here).
     """
     try:
-        memory = _from_record(record, namespace)
+        memory = _from_record(record, namespace, author)
     except InvalidInput as exc:
         raise InvalidInput(f"record {index}, field {exc.field!r}", _message(exc)) from None
     if scrub is None:
@@ -103,7 +108,7 @@ def _message(exc: InvalidInput) -> str:
     return str(exc).split(": ", 1)[1] if ": " in str(exc) else str(exc)
 
 
-def _from_record(record: object, namespace: str | None) -> Memory:
+def _from_record(record: object, namespace: str | None, author: str | None) -> Memory:
     if not isinstance(record, dict):
         raise InvalidInput("record", f"must be a JSON object, got {type(record).__name__}")
     new = validation.new_memory(
@@ -115,6 +120,7 @@ def _from_record(record: object, namespace: str | None) -> Memory:
         linked_entities=record.get("linked_entities"),
         metadata_=record.get("metadata"),
         session_id=record.get("session_id"),
+        author_=record.get("author", author),
     )
     memory_id = validation.id_prefix(record.get("id"), "id")
     access = _count("access_count", record.get("access_count", 0))
@@ -153,6 +159,7 @@ def build(
         session_id=new.session_id,
         content_hash=content_hash(new.content),
         superseded_by=superseded_by,
+        author=new.author,
     )
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from pma_mcp.config import canonical_namespace
 from pma_mcp.errors import InvalidInput
+from pma_mcp.identity import MAX_AUTHOR_CHARS, author_text
 from pma_mcp.models import MemoryEdit, MemoryType, NewMemory
 
 MAX_CONTENT_CHARS = 100_000
@@ -113,6 +114,17 @@ def namespace(value: object) -> str:
     return canonical_namespace(text_field("namespace", value, max_chars=MAX_NAMESPACE_CHARS))
 
 
+def author(value: object) -> str | None:
+    """Who stored a memory: one line of printable text (not secret, so not redacted)."""
+    if value is None:
+        return None
+    text = text_field("author", value, max_chars=MAX_AUTHOR_CHARS)
+    checked = author_text(text)
+    if checked is None:
+        raise InvalidInput("author", "must be one line without control characters")
+    return checked
+
+
 def id_prefix(value: object, field: str = "memory_id") -> str:
     """A full id or a prefix of at least MIN_PREFIX hex characters."""
     text = text_field(field, value, max_chars=MAX_ID_CHARS).strip().lower()
@@ -136,6 +148,7 @@ def new_memory(
     metadata_: object = None,
     session_id: object = None,
     supersedes: object = None,
+    author_: object = None,
 ) -> NewMemory:
     """Validate every field of a write; the first problem found is raised."""
     return NewMemory(
@@ -148,6 +161,7 @@ def new_memory(
         metadata=metadata(metadata_),
         session_id=optional_id("session_id", session_id),
         supersedes=None if supersedes is None else id_prefix(supersedes, "supersedes"),
+        author=author(author_),
     )
 
 

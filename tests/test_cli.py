@@ -187,7 +187,7 @@ async def test_search_ranks_with_breakdown_and_counts_no_access(
     assert table.returncode == 0
     header = table.stdout.splitlines()[0].split()
     assert header == ["#", "id", "tier", "score", "semantic", "importance", "recency",
-                      "access", "content"]
+                      "access", "author", "content"]
     assert ids["export"][:8] in table.stdout
 
 

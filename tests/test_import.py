@@ -143,6 +143,7 @@ async def test_mem0_get_all_shape(tmp_path: Path) -> None:
     memories = await stored(env)
     peanuts = next(m for m in memories if "peanuts" in m.content)
     assert peanuts.metadata["user_id"] == "alice"
+    assert peanuts.author == "alice"  # the source's own author, not the importing person
     assert peanuts.created_at == datetime(2025, 10, 1, 15, tzinfo=UTC)
 
 

@@ -13,7 +13,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pma_mcp"
-SHARED = {"models", "errors", "config", "__init__"}
+SHARED = {"models", "errors", "config", "__init__", "identity", "gitconfig"}
 LAYERS: dict[str, float] = {
     "__main__": 6, "cli": 5,
     "server": 4, "hooks": 4, "commands": 4, "ui": 4,

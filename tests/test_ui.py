@@ -216,6 +216,7 @@ def test_memory_page_has_lineage_gc_and_actions(server: Running, ids: dict[str, 
     body = request(server, "GET", memory_path(ids["old_note"])).body
     assert "Scratch: try the payments sandbox" in body
     assert "<b>created</b>" in body and "What GC would do" in body and "Next GC: <b>" in body
+    assert "<tr><th>author</th><td>unknown</td></tr>" in body  # stored with no author set
     for action in ("/edit", "/pin", "/supersede", "/forget"):
         assert f"/memory/{ids['old_note']}{action}" in body
 

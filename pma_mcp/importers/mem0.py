@@ -127,6 +127,7 @@ def _item(record: dict[str, Any], namespace: str) -> ImportItem | None:
         tags=labels([NAME, *(record.get("categories") or [])]),
         metadata=meta,
         created_at=epoch(record.get("created_at")),
+        author=str(record["user_id"]) if record.get("user_id") else None,
     )
 
 

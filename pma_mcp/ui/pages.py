@@ -265,7 +265,8 @@ def memory_page(result: InspectResult, weights: Weights, csrf: str,
     meta = json.dumps(m.metadata, indent=2, ensure_ascii=False, sort_keys=True)
     fields = "".join(f"<tr><th>{e(k)}</th><td>{v}</td></tr>" for k, v in (
         ("id", f"<code>{e(m.id)}</code>"), ("namespace", e(m.namespace)),
-        ("tier", e(m.memory_type.value)), ("importance", f"{m.importance:.2f}"),
+        ("author", e(m.shown_author)), ("tier", e(m.memory_type.value)),
+        ("importance", f"{m.importance:.2f}"),
         ("tags", e(", ".join(m.tags)) or "–"),
         ("linked entities", e(", ".join(m.linked_entities)) or "–"),
         ("tokens", f"{m.token_count:,}"), ("accesses", f"{m.access_count:,}"),

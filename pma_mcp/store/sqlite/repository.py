@@ -79,7 +79,8 @@ NARROW_RANGE_S = 31 * 86_400.0
 
 _COLUMNS = (
     "seq, id, namespace, content, memory_type, importance, tags, linked_entities, token_count, "
-    "access_count, created_at, accessed_at, metadata, session_id, content_hash, superseded_by"
+    "access_count, created_at, accessed_at, metadata, session_id, content_hash, superseded_by, "
+    "author"
 )
 _M_COLUMNS = ", ".join(f"m.{c.strip()}" for c in _COLUMNS.split(","))
 GC_RECENT_HOURS = 48.0
@@ -112,6 +113,7 @@ def _memory(row: sqlite3.Row) -> Memory:
         session_id=row["session_id"],
         content_hash=row["content_hash"],
         superseded_by=row["superseded_by"],
+        author=row["author"],
     )
 
 
@@ -1249,13 +1251,13 @@ class SQLiteStore:
         """Memory row, label rows, FTS row and (with a reason) the `created` lineage event;
         returns seq."""
         cur = await conn.execute(
-            f"INSERT INTO memories ({_COLUMNS.split(', ', 1)[1]}) VALUES ({_placeholders(15)})",
+            f"INSERT INTO memories ({_COLUMNS.split(', ', 1)[1]}) VALUES ({_placeholders(16)})",
             (
                 memory.id, memory.namespace, memory.content, memory.memory_type.value,
                 memory.importance, json.dumps(memory.tags), json.dumps(memory.linked_entities),
                 memory.token_count, memory.access_count, memory.created_at.timestamp(),
                 memory.accessed_at.timestamp(), json.dumps(memory.metadata),
-                memory.session_id, memory.content_hash, memory.superseded_by,
+                memory.session_id, memory.content_hash, memory.superseded_by, memory.author,
             ),
         )
         seq = cur.lastrowid

@@ -211,5 +211,10 @@ MIGRATIONS: tuple[db.Migration, ...] = (
         ("CREATE INDEX memories_importance ON memories(namespace, importance)",
          "CREATE INDEX memories_accessed ON memories(namespace, access_count)"),
     ),
+    db.Migration(
+        11,
+        "who stored each memory (team use); NULL for memories stored before: shown as unknown",
+        ("ALTER TABLE memories ADD COLUMN author TEXT",),
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
