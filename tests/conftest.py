@@ -61,6 +61,22 @@ async def service(settings: Settings, clock: FakeClock) -> AsyncIterator[MemoryS
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "postgres: needs a PostgreSQL server (tests/postgres.py)")
+    config.addinivalue_line(
+        "markers", "sqlite_only: a backend-parametrised module's test of SQLite's own file "
+        "(modes, damage, direct SQL): its postgres case is not collected")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Drop the postgres case of tests marked sqlite_only (a deselection, not a skip: there
+    is nothing to enable)."""
+    keep, drop = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        on_postgres = callspec is not None and callspec.params.get("backend") == "postgres"
+        (drop if on_postgres and item.get_closest_marker("sqlite_only") else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 @pytest.fixture(scope="session")

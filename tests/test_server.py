@@ -47,6 +47,12 @@ READ_ONLY = {"recall", "load_context", "inspect", "gc_preview", "memory_stats", 
 
 
 @pytest.fixture
+def settings(store_settings: Settings) -> Settings:
+    """Every test here runs on each backend (tests/backends.py)."""
+    return store_settings
+
+
+@pytest.fixture
 def app(settings: Settings, clock: FakeClock) -> MCPServer[Any]:
     return build_server(settings, clock=clock, counter=WordEstimate())
 
@@ -401,6 +407,7 @@ async def test_another_namespace_is_out_of_reach_by_id(
         assert (await service.get(other.id, namespace="/other")).id == other.id
 
 
+@pytest.mark.sqlite_only  # drops a table behind the server's back
 async def test_internal_failure_is_generic_logged_and_survived(
     app: MCPServer[Any], mode: Mode, db_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

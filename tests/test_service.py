@@ -18,6 +18,12 @@ from tests.conftest import PROJECT, FakeClock
 from tests.stores import sqlite_store
 
 
+@pytest.fixture
+def settings(store_settings: Settings) -> Settings:
+    """Every test here runs on each backend (tests/backends.py)."""
+    return store_settings
+
+
 async def test_add_stores_every_field(service: MemoryService, clock: FakeClock) -> None:
     result = await service.add(
         "Use WAL mode for the store", importance=0.7, memory_type="semantic",
@@ -118,6 +124,7 @@ async def test_delete_by_unique_prefix(service: MemoryService) -> None:
         await service.get(m.id)
 
 
+@pytest.mark.sqlite_only  # gives memories chosen ids with direct SQL
 async def test_ambiguous_prefix_lists_candidates_and_deletes_nothing(
     service: MemoryService,
 ) -> None:
@@ -237,6 +244,7 @@ async def test_lineage_survives_deletion_and_reopening(
             await svc.lineage_of(m.id, namespace="/elsewhere")
 
 
+@pytest.mark.sqlite_only
 async def test_database_file_is_private_and_schema_is_current(
     service: MemoryService, db_path: Path
 ) -> None:
