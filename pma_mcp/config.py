@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from pma_mcp.errors import ConfigError
 from pma_mcp.identity import (
@@ -122,7 +123,10 @@ class Settings:
 
     @property
     def database(self) -> str:
-        """What `db.connect` opens: the file path, or ':memory:' for PMA_STORAGE=memory."""
+        """The store for people and for SQLite's connect: the file path, ':memory:' for
+        PMA_STORAGE=memory, or the PostgreSQL URL without its password."""
+        if self.database_url:
+            return url_without_password(self.database_url)
         return ":memory:" if self.storage == "memory" else str(self.db_path)
 
     @classmethod
@@ -219,6 +223,18 @@ def project_dir(env: Mapping[str, str], *, cwd: str | None = None) -> str | None
 
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def url_without_password(url: str) -> str:
+    """`url` as it may be shown: no password, no query string (it may hold `password=`):
+    postgresql://user@host:port/db."""
+    try:
+        parts = urlsplit(url)
+        userinfo, at, host = parts.netloc.rpartition("@")
+        user = userinfo.partition(":")[0] if at else ""
+        return urlunsplit((parts.scheme, f"{user}@{host}" if user else host, parts.path, "", ""))
+    except ValueError:
+        return "postgresql://(unparsable URL)"
 
 
 def database_url(env: Mapping[str, str]) -> str | None:

@@ -59,3 +59,16 @@ def test_log_level_is_resolved_once_and_never_fatal(
 ) -> None:
     settings = Settings.from_env({"PMA_LOG_LEVEL": raw})
     assert (settings.log_level, settings.unknown_log_level) == (level, unknown)
+
+
+def test_a_database_url_is_shown_without_its_password() -> None:
+    url = "postgresql://alice:s3cr%40t@db.acme.example:6432/memory?sslmode=require&password=x"
+    settings = Settings.from_env({"PMA_DATABASE_URL": url, "PMA_NAMESPACE": "p"})
+    assert settings.database_url == url
+    assert settings.database == "postgresql://alice@db.acme.example:6432/memory"
+    assert settings.store_file is None
+
+
+def test_a_database_url_that_is_not_postgresql_is_refused() -> None:
+    with pytest.raises(ConfigError, match="PostgreSQL URL"):
+        Settings.from_env({"PMA_DATABASE_URL": "mysql://db/memory"})
