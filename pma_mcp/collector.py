@@ -31,14 +31,14 @@ from pma_mcp.models import (
     GCAction,
     GCDecision,
     GCPreview,
-    Memory,
     MemoryType,
     MergePair,
+    Planned,
     ScoreBreakdown,
     tier_down,
     tier_up,
 )
-from pma_mcp.scoring import breakdown
+from pma_mcp.scoring import score as composite_of
 
 WEIGHTS = Weights()
 """What the collector scores with (see the module docstring)."""
@@ -70,11 +70,11 @@ class Rule:
     reason: str
 
 
-def idle_hours(memory: Memory, now: float) -> float:
-    return (now - memory.accessed_at.timestamp()) / 3600.0
+def idle_hours(memory: Planned, now: float) -> float:
+    return (now - memory.accessed_epoch) / 3600.0
 
 
-def apply_rules(memory: Memory, score: ScoreBreakdown, now: float) -> Rule:
+def apply_rules(memory: Planned, score: ScoreBreakdown, now: float) -> Rule:
     """The seed's three rules, in the seed's order."""
     tier = memory.memory_type
     composite = score.composite
@@ -105,7 +105,7 @@ def apply_rules(memory: Memory, score: ScoreBreakdown, now: float) -> Rule:
 
 
 def _decision(
-    memory: Memory,
+    memory: Planned,
     action: GCAction,
     to_tier: MemoryType | None,
     reason: str,
@@ -125,17 +125,18 @@ def _decision(
     )
 
 
-def gc_score(memory: Memory, now: float, weights: Weights) -> ScoreBreakdown:
+def gc_score(memory: Planned, now: float, weights: Weights) -> ScoreBreakdown:
     """The query-less score every GC decision uses: the one place GC asks for a score."""
-    return breakdown(memory, now, weights)
+    return composite_of(memory.importance, memory.created_epoch, memory.access_count, now,
+                        weights)
 
 
-def _key(memory: Memory, score: ScoreBreakdown) -> tuple[float, int]:
+def _key(memory: Planned, score: ScoreBreakdown) -> tuple[float, int]:
     """Capacity order: higher score first, the newer memory first on a tie."""
     return (score.composite, memory.seq)
 
 
-def _target(memory: Memory, rule: Rule) -> MemoryType | None:
+def _target(memory: Planned, rule: Rule) -> MemoryType | None:
     """The tier the rules send a memory to (None: deleted)."""
     return memory.memory_type if rule.action == "keep" else rule.to_tier
 
@@ -153,7 +154,7 @@ class Capacity:
         self._held = {tier: (outside or {}).get(tier, 0) for tier in ACTIVE_TIERS}
 
     def place(
-        self, memory: Memory, target: MemoryType | None, reason: str, score: ScoreBreakdown
+        self, memory: Planned, target: MemoryType | None, reason: str, score: ScoreBreakdown
     ) -> tuple[MemoryType | None, str]:
         """(final tier, reason) for the next memory in descending score order."""
         tier = target
@@ -182,7 +183,7 @@ class Capacity:
 
 
 def _classify(
-    memory: Memory, rule: Rule, final: MemoryType | None, reason: str, score: ScoreBreakdown
+    memory: Planned, rule: Rule, final: MemoryType | None, reason: str, score: ScoreBreakdown
 ) -> GCDecision:
     if final is None:
         return _decision(memory, "delete", None, reason, score)
@@ -195,7 +196,7 @@ def _classify(
     return _decision(memory, "demote", final, reason, score)
 
 
-def _merge_decision(memory: Memory, pair: MergePair, score: ScoreBreakdown) -> GCDecision:
+def _merge_decision(memory: Planned, pair: MergePair, score: ScoreBreakdown) -> GCDecision:
     return _decision(
         memory, "merge", None,
         f"near-duplicate of {pair.keep.id[:8]} (cosine {pair.similarity:.2f}); "
@@ -206,7 +207,7 @@ def _merge_decision(memory: Memory, pair: MergePair, score: ScoreBreakdown) -> G
 
 def plan(
     namespace: str,
-    memories: Sequence[Memory],
+    memories: Sequence[Planned],
     now: float,
     weights: Weights,
     *,
@@ -255,7 +256,7 @@ class Prediction:
     reach an active tier may be left out) until it returns True; then `decision()`.
     """
 
-    def __init__(self, memory: Memory, now: float, weights: Weights) -> None:
+    def __init__(self, memory: Planned, now: float, weights: Weights) -> None:
         self.memory = memory
         self._now = now
         self._weights = weights
@@ -269,7 +270,7 @@ class Prediction:
         """No memory scoring lower than the ones fed so far can change the outcome."""
         return self._capacity.full_from(self._target)
 
-    def higher(self, other: Memory) -> bool:
+    def higher(self, other: Planned) -> bool:
         """Count one memory that scores higher; True once the outcome is settled."""
         score = gc_score(other, self._now, self._weights)
         if _key(other, score) <= _key(self.memory, self.score):

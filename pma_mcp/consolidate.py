@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pma_mcp import lexicon
-from pma_mcp.models import Memory, MergePair
+from pma_mcp.models import MergePair, Planned
 from pma_mcp.store.sqlite.repository import Repository
 
 NEAR_DUPLICATE_COSINE = 0.85
@@ -43,7 +43,7 @@ also bounds the neighbours one signature can have."""
 MAX_COMPONENT = 64
 """At most this many memories are followed through chains of near-duplicates by `inspect`."""
 
-ScoreOf = Callable[[Memory], float]
+ScoreOf = Callable[[Planned], float]
 
 
 class Vocabulary:
@@ -132,7 +132,7 @@ class Profile:
     term vector) and its TF-IDF vector (from its content's term sequence)."""
 
     def __init__(
-        self, memory: Memory, vocabulary: Vocabulary, signature: tuple[str, ...],
+        self, memory: Planned, vocabulary: Vocabulary, signature: tuple[str, ...],
         sequence: Sequence[str],
     ) -> None:
         self.memory = memory
@@ -165,11 +165,11 @@ def cosine(a: Profile, b: Profile) -> float:
 
 
 def select(
-    edges: Iterable[tuple[float, Memory, Memory]], score_of: Mapping[str, float]
+    edges: Iterable[tuple[float, Planned, Planned]], score_of: Mapping[str, float]
 ) -> list[MergePair]:
     """Merges from similar pairs, most similar first; each memory goes at most once, and a
     memory that goes never absorbs another (nor one that absorbed another goes)."""
-    ordered: list[tuple[float, Memory, Memory]] = sorted(
+    ordered: list[tuple[float, Planned, Planned]] = sorted(
         ((value, a, b) if a.seq < b.seq else (value, b, a) for value, a, b in edges),
         key=lambda e: (e[0], e[1].seq, e[2].seq), reverse=True,
     )
@@ -202,7 +202,7 @@ def similar_pairs(
     groups: Iterable[Sequence[int]],
     profiles: Mapping[int, Profile],
     threshold: float = NEAR_DUPLICATE_COSINE,
-) -> list[tuple[float, Memory, Memory]]:
+) -> list[tuple[float, Planned, Planned]]:
     """Every pair within a neighbour group at or above `threshold`, each pair once."""
     seen: set[tuple[int, int]] = set()
     edges = []
@@ -227,7 +227,7 @@ async def namespace_vocabulary(repo: Repository, namespace: str) -> Vocabulary:
 
 
 async def profiles(
-    repo: Repository, memories: Sequence[Memory], vectors: Mapping[int, str],
+    repo: Repository, memories: Sequence[Planned], vectors: Mapping[int, str],
     vocabulary: Vocabulary,
 ) -> list[Profile]:
     """Profiles of `memories` (their stored vectors given): one tokenising pass for all."""
@@ -236,7 +236,7 @@ async def profiles(
                     seq) for m, seq in zip(memories, sequences, strict=True)]
 
 
-def _current(memories: Iterable[Memory]) -> list[Memory]:
+def _current(memories: Iterable[Planned]) -> list[Planned]:
     # A corrected memory and its correction are alike by nature; merging them could keep the
     # wrong one, so superseded memories never take part.
     return [m for m in memories if m.superseded_by is None]
@@ -247,7 +247,7 @@ _WHOLE_NAMESPACE_READ = 5_000
 
 
 async def near_duplicates(
-    repo: Repository, memories: Sequence[Memory], score_of: ScoreOf
+    repo: Repository, memories: Sequence[Planned], score_of: ScoreOf
 ) -> list[MergePair]:
     """The merges of a GC plan over `memories` (one namespace)."""
     current = _current(memories)
@@ -268,7 +268,7 @@ async def near_duplicates(
     return select(edges, {m.id: score_of(m) for e in edges for m in e[1:]})
 
 
-async def _probe_words(repo: Repository, memory: Memory, terms: Sequence[str]) -> list[str]:
+async def _probe_words(repo: Repository, memory: Planned, terms: Sequence[str]) -> list[str]:
     """A word of `memory`'s text for each of `terms` (the full-text index matches words)."""
     first: dict[str, str] = {}
     for word, term in await repo.analyze_terms(list(dict.fromkeys(lexicon.words(memory.content)))):
@@ -276,7 +276,7 @@ async def _probe_words(repo: Repository, memory: Memory, terms: Sequence[str]) -
     return [first.get(t, "") for t in terms]
 
 
-async def merge_of(repo: Repository, memory: Memory, score_of: ScoreOf) -> MergePair | None:
+async def merge_of(repo: Repository, memory: Planned, score_of: ScoreOf) -> MergePair | None:
     """The merge the namespace plan makes of `memory` into another, if any, computed from its
     chain of near-duplicates alone (found through the full-text index)."""
     if memory.superseded_by is not None:
@@ -284,7 +284,7 @@ async def merge_of(repo: Repository, memory: Memory, score_of: ScoreOf) -> Merge
     namespace = memory.namespace
     vectors: dict[int, str] = {}
 
-    async def make(batch: Sequence[Memory]) -> list[Profile]:
+    async def make(batch: Sequence[Planned]) -> list[Profile]:
         vectors.update(await repo.content_vectors([m.seq for m in batch]))
         terms = sorted({t for m in batch for t in vector_terms(vectors.get(m.seq, ""))})
         total, doc_freq = await repo.namespace_doc_freq(namespace, terms)
@@ -292,7 +292,7 @@ async def merge_of(repo: Repository, memory: Memory, score_of: ScoreOf) -> Merge
 
     found: dict[str, Profile] = {}
     pending = [memory]
-    edges: dict[tuple[str, str], tuple[float, Memory, Memory]] = {}
+    edges: dict[tuple[str, str], tuple[float, Planned, Planned]] = {}
     while pending and len(found) < MAX_COMPONENT:
         fresh = await make(pending)
         found.update((p.memory.id, p) for p in fresh)
