@@ -35,6 +35,7 @@ from pma_mcp.models import (
     MergePair,
     Planned,
     ScoreBreakdown,
+    Tiered,
     tier_down,
     tier_up,
 )
@@ -70,11 +71,11 @@ class Rule:
     reason: str
 
 
-def idle_hours(memory: Planned, now: float) -> float:
+def idle_hours(memory: Tiered, now: float) -> float:
     return (now - memory.accessed_epoch) / 3600.0
 
 
-def apply_rules(memory: Planned, score: ScoreBreakdown, now: float) -> Rule:
+def apply_rules(memory: Tiered, score: ScoreBreakdown, now: float) -> Rule:
     """The seed's three rules, in the seed's order."""
     tier = memory.memory_type
     composite = score.composite
@@ -125,18 +126,18 @@ def _decision(
     )
 
 
-def gc_score(memory: Planned, now: float, weights: Weights) -> ScoreBreakdown:
+def gc_score(memory: Tiered, now: float, weights: Weights) -> ScoreBreakdown:
     """The query-less score every GC decision uses: the one place GC asks for a score."""
     return composite_of(memory.importance, memory.created_epoch, memory.access_count, now,
                         weights)
 
 
-def _key(memory: Planned, score: ScoreBreakdown) -> tuple[float, int]:
+def _key(memory: Tiered, score: ScoreBreakdown) -> tuple[float, int]:
     """Capacity order: higher score first, the newer memory first on a tie."""
     return (score.composite, memory.seq)
 
 
-def _target(memory: Planned, rule: Rule) -> MemoryType | None:
+def _target(memory: Tiered, rule: Rule) -> MemoryType | None:
     """The tier the rules send a memory to (None: deleted)."""
     return memory.memory_type if rule.action == "keep" else rule.to_tier
 
@@ -154,7 +155,7 @@ class Capacity:
         self._held = {tier: (outside or {}).get(tier, 0) for tier in ACTIVE_TIERS}
 
     def place(
-        self, memory: Planned, target: MemoryType | None, reason: str, score: ScoreBreakdown
+        self, memory: Tiered, target: MemoryType | None, reason: str, score: ScoreBreakdown
     ) -> tuple[MemoryType | None, str]:
         """(final tier, reason) for the next memory in descending score order."""
         tier = target
@@ -270,7 +271,7 @@ class Prediction:
         """No memory scoring lower than the ones fed so far can change the outcome."""
         return self._capacity.full_from(self._target)
 
-    def higher(self, other: Planned) -> bool:
+    def higher(self, other: Tiered) -> bool:
         """Count one memory that scores higher; True once the outcome is settled."""
         score = gc_score(other, self._now, self._weights)
         if _key(other, score) <= _key(self.memory, self.score):

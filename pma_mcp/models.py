@@ -81,17 +81,11 @@ def stored_epoch(epoch: float) -> float:
     return to_datetime(epoch).timestamp()
 
 
-class Planned(Protocol):
-    """What the garbage collector decides from: a `Memory`, or the lighter `GCFacts`."""
+class Tiered(Protocol):
+    """What the collector's rules, scores and tier capacity read of a memory."""
 
     @property
     def seq(self) -> int: ...
-    @property
-    def id(self) -> str: ...
-    @property
-    def namespace(self) -> str: ...
-    @property
-    def content(self) -> str: ...
     @property
     def memory_type(self) -> MemoryType: ...
     @property
@@ -108,16 +102,23 @@ class Planned(Protocol):
     def superseded_by(self) -> str | None: ...
 
 
+class Planned(Tiered, Protocol):
+    """What a GC plan decides from: a `Memory`, or the lighter `GCFacts`."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def content(self) -> str: ...
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
-class GCFacts:
-    """A memory's row without its labels, metadata and index columns: a whole-namespace GC
-    plan reads 100k of these, ~4x cheaper than as `Memory` objects. Full memories are read
-    only for the ones a run changes."""
+class TierFacts:
+    """A memory as tier capacity sees it: `inspect` weighs ~1,000 higher-scored memories
+    against the one inspected, and reads just these columns (an index holds them all)."""
 
     seq: int
-    id: str
-    namespace: str
-    content: str
     memory_type: MemoryType
     importance: float
     token_count: int
@@ -125,6 +126,17 @@ class GCFacts:
     created_epoch: float
     accessed_epoch: float
     superseded_by: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GCFacts(TierFacts):
+    """A memory's row without its labels, metadata and index columns: a whole-namespace GC
+    plan reads 100k of these, ~4x cheaper than as `Memory` objects. Full memories are read
+    only for the ones a run changes."""
+
+    id: str
+    namespace: str
+    content: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

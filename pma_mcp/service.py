@@ -526,7 +526,7 @@ class MemoryService:
         weights = collector.WEIGHTS  # never PMA_WEIGHTS: see collector
         prediction = collector.Prediction(memory, now, weights)
         if not prediction.settled:
-            ranked = self.repo.gc_facts_by_score(
+            ranked = self.repo.tier_facts_by_score(
                 memory.namespace, now, weights,
                 at_least=prediction.score.composite - _SCORE_SLACK,
                 archived_at_least=collector.PROMOTION_THRESHOLD - _SCORE_SLACK,

@@ -56,7 +56,7 @@ async def test_bounded_read_is_the_brute_force_order(tmp_path: Path) -> None:
                 "/p", NOW, collector.WEIGHTS, at_least=at_least, archived_at_least=archived)]
             expected = brute_force(stored, at_least, archived)
             assert read == expected, (at_least, len(read), len(expected))
-            facts = [f.seq async for f in repo.gc_facts_by_score(
+            facts = [f.seq async for f in repo.tier_facts_by_score(
                 "/p", NOW, collector.WEIGHTS, at_least=at_least, archived_at_least=archived)]
             assert facts == expected
             assert len(expected) > 0

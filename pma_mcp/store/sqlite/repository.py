@@ -54,6 +54,7 @@ from pma_mcp.models import (
     Memory,
     MemoryType,
     Scope,
+    TierFacts,
     stored_epoch,
     to_datetime,
 )
@@ -166,19 +167,29 @@ def _memory(row: sqlite3.Row) -> Memory:
     )
 
 
-_FACT_COLUMNS = ("seq, id, namespace, content, memory_type, importance, token_count, "
-                 "access_count, created_at, accessed_at, superseded_by")
-_FACT_COLUMNS_M = ", ".join(f"m.{c.strip()}" for c in _FACT_COLUMNS.split(","))
-_FACT_IMPORTANCE = 5
+_TIER_COLUMNS = ("seq, memory_type, importance, token_count, access_count, created_at, "
+                 "accessed_at, superseded_by")
+"""TierFacts, in the order `_tier_facts` reads them (all in the memories_gc index)."""
+_FACT_COLUMNS = f"{_TIER_COLUMNS}, id, namespace, content"
+_TIER_COLUMNS_M = ", ".join(f"m.{c.strip()}" for c in _TIER_COLUMNS.split(","))
+_TIER_IMPORTANCE = 2
 _TIERS = {t.value: t for t in MemoryType}  # a dict look-up: MemoryType(value) costs 0.3 µs
+
+
+def _tier_facts(row: Sequence[Any]) -> TierFacts:
+    return TierFacts(
+        seq=row[0], memory_type=_TIERS[row[1]], importance=row[2], token_count=row[3],
+        access_count=row[4], created_epoch=stored_epoch(row[5]),
+        accessed_epoch=stored_epoch(row[6]), superseded_by=row[7],
+    )
 
 
 def _facts(row: Sequence[Any]) -> GCFacts:
     return GCFacts(
-        seq=row[0], id=row[1], namespace=row[2], content=row[3], memory_type=_TIERS[row[4]],
-        importance=row[5], token_count=row[6], access_count=row[7],
-        created_epoch=stored_epoch(row[8]), accessed_epoch=stored_epoch(row[9]),
-        superseded_by=row[10],
+        seq=row[0], memory_type=_TIERS[row[1]], importance=row[2], token_count=row[3],
+        access_count=row[4], created_epoch=stored_epoch(row[5]),
+        accessed_epoch=stored_epoch(row[6]), superseded_by=row[7],
+        id=row[8], namespace=row[9], content=row[10],
     )
 
 
@@ -733,8 +744,8 @@ class Repository:
         at_least: float,
         archived_at_least: float,
     ) -> AsyncGenerator[Memory, None]:
-        """`gc_facts_by_score` as full memories (read by seq, a few at a time)."""
-        ranked = self.gc_facts_by_score(namespace, now, weights, at_least=at_least,
+        """`tier_facts_by_score` as full memories (read by seq, a few at a time)."""
+        ranked = self.tier_facts_by_score(namespace, now, weights, at_least=at_least,
                                         archived_at_least=archived_at_least)
         done = False
         while not done:
@@ -750,7 +761,7 @@ class Repository:
                 if seq in rows:  # gone since (another process's GC): skipped
                     yield rows[seq]
 
-    async def gc_facts_by_score(
+    async def tier_facts_by_score(
         self,
         namespace: str,
         now: float,
@@ -758,7 +769,7 @@ class Repository:
         *,
         at_least: float,
         archived_at_least: float,
-    ) -> AsyncGenerator[GCFacts, None]:
+    ) -> AsyncGenerator[TierFacts, None]:
         """Current memories of `namespace` scoring at least `at_least` without a query, best
         first (ties: newest first); archived ones only from `archived_at_least`. Read lazily,
         so a caller that has seen enough stops early. The expression mirrors `scoring.score`
@@ -770,14 +781,15 @@ class Repository:
         from the access_count index). The few younger memories are read whole (created_at
         index); all the others in descending importance (its index), so each page bounds
         what any unread one can score: w_i·importance + those two maxima. A memory is yielded
-        once nothing unread can outscore it. Rows come as GCFacts, read with the page that
-        bounds them (inspect feeds ~1,000 of them to collector.Prediction at 100k).
+        once nothing unread can outscore it. Rows come as TierFacts, read with the page that
+        bounds them from the memories_gc index alone (inspect feeds ~1,000 of them to
+        collector.Prediction at 100k).
         """
         score_sql = _STATIC_SCORE
         head = (weights.importance, weights.recency, now, weights.access)
         recent_since = now - GC_RECENT_HOURS * 3600.0
         keep = "gc_score >= ? AND (m.memory_type != 'archived' OR gc_score >= ?)"
-        select = (f"SELECT {_FACT_COLUMNS_M}, {score_sql} AS gc_score FROM memories m "
+        select = (f"SELECT {_TIER_COLUMNS_M}, {score_sql} AS gc_score FROM memories m "
                   "INDEXED BY {index} WHERE m.namespace = ? AND m.superseded_by IS NULL ")
         # (−score, −seq, row): best first, newest on a tie (seqs are unique: rows never compare)
         heap: list[tuple[float, int, Any]] = []
@@ -795,7 +807,7 @@ class Repository:
         most_accesses = int(most[0]) if most and most[0] is not None else 0
         slack = (weights.recency * math.exp(-0.1 * GC_RECENT_HOURS)  # as _STATIC_SCORE
                  + weights.access * min(math.log1p(max(most_accesses, 0)) / 10.0, 1.0))
-        rest = (select.format(index="memories_importance")
+        rest = (select.format(index="memories_gc")
                 + "AND m.created_at < ? AND m.importance >= ? {after} AND " + keep
                 + " ORDER BY m.importance DESC, m.seq DESC LIMIT ?")
         # Below this importance no older memory can reach at_least.
@@ -805,7 +817,7 @@ class Repository:
         bound = math.inf  # what an unread older memory can score at most
         while True:
             while heap and (-heap[0][0] > bound + 1e-9 or bound == -math.inf):
-                yield _facts(heapq.heappop(heap)[2])
+                yield _tier_facts(heapq.heappop(heap)[2])
             if bound == -math.inf:
                 return
             where = ("" if after is None
@@ -820,7 +832,7 @@ class Repository:
             if len(page) < _GC_PAGE:
                 bound = -math.inf
             else:
-                after = (float(page[-1][_FACT_IMPORTANCE]), int(page[-1][0]))
+                after = (float(page[-1][_TIER_IMPORTANCE]), int(page[-1][0]))
                 bound = weights.importance * after[0] + slack
                 if bound < at_least:
                     bound = -math.inf
