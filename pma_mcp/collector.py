@@ -60,6 +60,7 @@ TIER_CAPACITY: Mapping[MemoryType, int] = {
 }
 ACTIVE_TIERS = (MemoryType.WORKING, MemoryType.EPISODIC, MemoryType.SEMANTIC)
 PREVIEW_CHARS = 80
+_LOWER = {tier: tier_down(tier) for tier in ACTIVE_TIERS}
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ def apply_rules(memory: Tiered, score: ScoreBreakdown, now: float) -> Rule:
     if max_idle is not None and idle > max_idle and composite <= DEMOTION_THRESHOLD:
         return Rule(
             "demote",
-            tier_down(tier),
+            _LOWER[tier],
             f"idle {idle:.1f} h > {max_idle:g} h max for {tier.value} and score "
             f"{composite:.3f} ≤ {DEMOTION_THRESHOLD}",
         )
@@ -142,6 +143,15 @@ def _target(memory: Tiered, rule: Rule) -> MemoryType | None:
     return memory.memory_type if rule.action == "keep" else rule.to_tier
 
 
+_OVER_CAPACITY = {
+    tier: (f"{tier.value} over capacity ({TIER_CAPACITY[tier]:,} tokens held by higher "
+           "scores): score ", f" moves to {_LOWER[tier].value}")
+    for tier in ACTIVE_TIERS
+}
+"""A capacity note around the score (GC writes one for most memories of a large store)."""
+_RANK = {tier: i for i, tier in enumerate(TIER_ORDER)}
+
+
 class Capacity:
     """Tier capacity, filled in descending score order (see `plan`).
 
@@ -159,17 +169,18 @@ class Capacity:
     ) -> tuple[MemoryType | None, str]:
         """(final tier, reason) for the next memory in descending score order."""
         tier = target
-        while tier in self._held:
+        held = self._held
+        shown = ""
+        while tier in held:
             assert tier is not None
-            self._held[tier] += memory.token_count
-            capacity = TIER_CAPACITY[tier]
-            if self._held[tier] <= capacity:
+            held[tier] += memory.token_count
+            if held[tier] <= TIER_CAPACITY[tier]:
                 break
-            lower = tier_down(tier)
-            note = (f"{tier.value} over capacity ({capacity:,} tokens held by higher scores): "
-                    f"score {score.composite:.3f} moves to {lower.value}")
+            head, tail = _OVER_CAPACITY[tier]
+            shown = shown or f"{score.composite:.3f}"
+            note = f"{head}{shown}{tail}"
             reason = note if memory.memory_type == tier else f"{reason}; then {note}"
-            tier = lower
+            tier = _LOWER[tier]
         return tier, reason
 
     def full_from(self, tier: MemoryType | None) -> bool:
@@ -190,7 +201,7 @@ def _classify(
         return _decision(memory, "delete", None, reason, score)
     if final == memory.memory_type:
         return _decision(memory, "keep", None, reason, score)
-    if TIER_ORDER.index(final) < TIER_ORDER.index(memory.memory_type):
+    if _RANK[final] < _RANK[memory.memory_type]:
         return _decision(memory, "promote", final, reason, score)
     if rule.action == "archive" and final == MemoryType.ARCHIVED:
         return _decision(memory, "archive", final, reason, score)
@@ -225,24 +236,24 @@ def plan(
     """
     preview = GCPreview(namespace=namespace)
     merged_away = {pair.gone.id: pair for pair in merges}
-    scores = {m.id: gc_score(m, now, weights) for m in memories}
-    rules = {m.id: apply_rules(m, scores[m.id], now) for m in memories}
+    scores = [gc_score(m, now, weights) for m in memories]
+    rules = [apply_rules(m, score, now) for m, score in zip(memories, scores, strict=True)]
     capacity = Capacity(outside_tokens)
-    placed: dict[str, tuple[MemoryType | None, str]] = {}
-    for memory in sorted(memories, key=lambda m: _key(m, scores[m.id]), reverse=True):
-        rule = rules[memory.id]
-        placed[memory.id] = capacity.place(memory, _target(memory, rule), rule.reason,
-                                           scores[memory.id])
+    placed: list[tuple[MemoryType | None, str]] = [(None, "")] * len(memories)
+    keys = [_key(m, score) for m, score in zip(memories, scores, strict=True)]
+    for i in sorted(range(len(memories)), key=keys.__getitem__, reverse=True):
+        memory, rule = memories[i], rules[i]
+        placed[i] = capacity.place(memory, _target(memory, rule), rule.reason, scores[i])
     groups = {"merge": preview.to_merge, "delete": preview.to_delete,
               "keep": preview.to_keep, "promote": preview.to_promote,
               "archive": preview.to_archive, "demote": preview.to_demote}
-    for memory in memories:
+    for memory, score, rule, (final, reason) in zip(memories, scores, rules, placed,
+                                                    strict=True):
         pair = merged_away.get(memory.id)
         if pair is not None:
-            decision = _merge_decision(memory, pair, scores[memory.id])
+            decision = _merge_decision(memory, pair, score)
         else:
-            final, reason = placed[memory.id]
-            decision = _classify(memory, rules[memory.id], final, reason, scores[memory.id])
+            decision = _classify(memory, rule, final, reason, score)
         groups[decision.action].append(decision)
 
     preview.token_delta = _token_delta(preview)
