@@ -144,12 +144,12 @@ class Profile:
 def _tf_idf(terms: Sequence[str], vocabulary: Vocabulary) -> dict[str, float]:
     """Sublinear tf × idf over terms and adjacent-term pairs (a pair weighs as its rarer term:
     its own document count is not kept), L2-normalised."""
-    idf = vocabulary.idf
-    weights: dict[str, float] = {}
-    for term, n in Counter(terms).items():
-        weights[term] = (1.0 + math.log(n)) * idf(term)
+    log = math.log
+    counts = Counter(terms)
+    idf = {term: vocabulary.idf(term) for term in counts}
+    weights = {term: (1.0 + log(n)) * idf[term] for term, n in counts.items()}
     for (a, b), n in Counter(itertools.pairwise(terms)).items():
-        weights[f"{a} {b}"] = (1.0 + math.log(n)) * max(idf(a), idf(b))
+        weights[f"{a} {b}"] = (1.0 + log(n)) * max(idf[a], idf[b])
     norm = math.sqrt(sum(w * w for w in weights.values())) or 1.0
     return {k: w / norm for k, w in weights.items()}
 

@@ -3,8 +3,10 @@ full memories, decision for decision and reason for reason, and gc_run applies i
 
 from __future__ import annotations
 
+import random
+
 from pma_mcp import collector, consolidate
-from pma_mcp.models import GCPreview, Planned
+from pma_mcp.models import GCPreview, Planned, stored_epoch, to_datetime
 from pma_mcp.service import MemoryService
 from tests.conftest import FakeClock
 from tests.test_gc_predict import build
@@ -65,3 +67,12 @@ async def test_gc_run_applies_the_plan_it_made_from_facts(
             assert d.memory_id not in after
         else:
             assert after[d.memory_id].memory_type == d.to_tier
+
+
+def test_stored_epoch_rounds_as_a_datetime_does() -> None:
+    rng = random.Random(7)
+    values = [rng.uniform(-2e9, 4e9) for _ in range(20_000)]
+    values += [t + (k + 0.5) / 1e6 for t in (1_780_000_000, 0, -5) for k in range(-3, 1000)]
+    values += [t + rng.randrange(10**6) / 1e6 for t in range(1_780_000_000, 1_780_001_000)]
+    for value in values:
+        assert stored_epoch(value) == to_datetime(value).timestamp(), value

@@ -173,6 +173,7 @@ _TIER_COLUMNS = ("seq, memory_type, importance, token_count, access_count, creat
 _FACT_COLUMNS = f"{_TIER_COLUMNS}, id, namespace, content"
 _TIER_COLUMNS_M = ", ".join(f"m.{c.strip()}" for c in _TIER_COLUMNS.split(","))
 _TIER_IMPORTANCE = 2
+_TIER_ACCESSED = 6
 _TIERS = {t.value: t for t in MemoryType}  # a dict look-up: MemoryType(value) costs 0.3 µs
 
 
@@ -857,12 +858,14 @@ class Repository:
         return await self._fetch_all(self._conn, sql, params)
 
     async def gc_facts(self, namespace: str) -> list[GCFacts]:
-        """`namespace_memories` (same order) as the collector's lighter rows (see GCFacts)."""
+        """`namespace_memories` (same order) as the collector's lighter rows (see GCFacts).
+        Sorted here: SQLite would sort the rows, text included, in a temporary b-tree."""
         async with self._conn.execute(
-            f"SELECT {_FACT_COLUMNS} FROM memories WHERE namespace = ? "
-            "ORDER BY accessed_at, seq", (namespace,),
+            f"SELECT {_FACT_COLUMNS} FROM memories WHERE namespace = ?", (namespace,),
         ) as cur:
-            return [_facts(r) for r in await cur.fetchall()]
+            rows = list(await cur.fetchall())
+        rows.sort(key=lambda r: (r[_TIER_ACCESSED], r[0]))  # accessed_at, seq
+        return [_facts(r) for r in rows]
 
     async def gc_window(self, namespace: str, limit: int) -> list[Memory]:
         """The next `limit` memories of a bounded GC run: after the namespace's cursor in
