@@ -88,7 +88,7 @@ def apply_rules(memory: Tiered, score: ScoreBreakdown, now: float) -> Rule:
         return Rule(
             "demote",
             _LOWER[tier],
-            f"idle {idle:.1f} h > {max_idle:g} h max for {tier.value} and score "
+            f"idle {idle:.1f} h > {max_idle:g} h max for {tier} and score "
             f"{composite:.3f} ≤ {DEMOTION_THRESHOLD}",
         )
     if composite >= PROMOTION_THRESHOLD and tier != MemoryType.WORKING:

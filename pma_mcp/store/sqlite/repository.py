@@ -1471,14 +1471,25 @@ class Repository:
                 "USING fts5vocab(temp, query_analyzer, instance)"
             )
             self._analyzer_ready = True
-        await conn.execute("DELETE FROM temp.query_analyzer")
-        await conn.executemany(
-            "INSERT INTO temp.query_analyzer (rowid, q) VALUES (?, ?)", list(enumerate(texts))
-        )
-        async with conn.execute(
-            "SELECT term, doc FROM temp.query_analyzer_vocab ORDER BY doc, offset"
-        ) as cur:
-            return [(str(term), int(doc)) for term, doc in await cur.fetchall()]
+        # Outside a write, one transaction for the scratch rows: in autocommit FTS5 flushes
+        # and merges a segment per row (~0.7 s for GC's 10k texts at 100k against ~0.2 s).
+        # It touches TEMP only, so it takes no lock on the store.
+        own = not conn.in_transaction
+        if own:
+            await conn.execute("BEGIN")
+        try:
+            await conn.execute("DELETE FROM temp.query_analyzer")
+            await conn.executemany(
+                "INSERT INTO temp.query_analyzer (rowid, q) VALUES (?, ?)",
+                list(enumerate(texts)),
+            )
+            async with conn.execute(
+                "SELECT term, doc FROM temp.query_analyzer_vocab ORDER BY doc, offset"
+            ) as cur:
+                return [(str(term), int(doc)) for term, doc in await cur.fetchall()]
+        finally:
+            if own:
+                await conn.execute("COMMIT")
 
     @staticmethod
     async def _count_terms(
