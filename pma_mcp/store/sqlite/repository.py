@@ -74,7 +74,8 @@ _COLUMNS = (
 )
 _M_COLUMNS = ", ".join(f"m.{c.strip()}" for c in _COLUMNS.split(","))
 GC_RECENT_HOURS = 48.0
-"""Memories younger than this are read whole by `by_gc_score` (recency can still lift them)."""
+"""Memories younger than this are read whole by `tier_facts_by_score` (recency can still lift
+them)."""
 _GC_PAGE = 1_024
 _STATIC_SCORE = (
     "(? * m.importance + ? * exp(-0.1 * max(0.0, (? - m.created_at) / 3600.0)) "
@@ -735,32 +736,6 @@ class Repository:
         for term, doc in rows:
             out[doc].append(term)
         return out
-
-    async def by_gc_score(
-        self,
-        namespace: str,
-        now: float,
-        weights: Weights,
-        *,
-        at_least: float,
-        archived_at_least: float,
-    ) -> AsyncGenerator[Memory, None]:
-        """`tier_facts_by_score` as full memories (read by seq, a few at a time)."""
-        ranked = self.tier_facts_by_score(namespace, now, weights, at_least=at_least,
-                                        archived_at_least=archived_at_least)
-        done = False
-        while not done:
-            chunk: list[int] = []
-            while len(chunk) < 64:
-                try:
-                    chunk.append((await anext(ranked)).seq)
-                except StopAsyncIteration:
-                    done = True
-                    break
-            rows = await self.memories_by_seq(chunk)
-            for seq in chunk:
-                if seq in rows:  # gone since (another process's GC): skipped
-                    yield rows[seq]
 
     async def tier_facts_by_score(
         self,
