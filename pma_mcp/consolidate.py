@@ -247,17 +247,19 @@ _WHOLE_NAMESPACE_READ = 5_000
 
 
 async def near_duplicates(
-    repo: Repository, memories: Sequence[Planned], score_of: ScoreOf
+    repo: Repository, memories: Sequence[Planned], score_of: ScoreOf,
+    vectors: Mapping[int, str] | None = None,
 ) -> list[MergePair]:
-    """The merges of a GC plan over `memories` (one namespace)."""
+    """The merges of a GC plan over `memories` (one namespace); `vectors`: their stored term
+    vectors by seq, if already read."""
     current = _current(memories)
     if len(current) < 2:
         return []
     namespace = current[0].namespace
     vocab = await namespace_vocabulary(repo, namespace)
-    if len(current) >= _WHOLE_NAMESPACE_READ:
+    if vectors is None and len(current) >= _WHOLE_NAMESPACE_READ:
         vectors = await repo.namespace_content_vectors(namespace)
-    else:
+    elif vectors is None:
         vectors = await repo.content_vectors([m.seq for m in current])
     groups, table = vocab.signatures([vectors.get(m.seq, "") for m in current])
     grouped = sorted({i for members in groups for i in members})

@@ -449,8 +449,9 @@ class MemoryService:
         """Compute the plan `gc_preview` shows for this instant and apply exactly it."""
         own = self._own(namespace)
         now = self._clock()
-        memories = await self._gc_window(own, max_memories)
-        plan = await self._plan(own, now, max_memories, memories)
+        window = await self._gc_window(own, max_memories)
+        plan = await self._plan(own, now, max_memories, window)
+        memories = window[0]
         changes, by_id = await self._changed_memories(plan.changes(), memories)
         cursor = (own, memories[-1].seq) if max_memories is not None and memories else None
         await self.repo.apply_gc(changes, by_id, now, cursor=cursor)
@@ -467,12 +468,17 @@ class MemoryService:
             summary=plan.summary,
         )
 
-    async def _gc_window(self, namespace: str, max_memories: int | None) -> list[Planned]:
-        """All memories (as the lighter GCFacts), or for a bounded run the next window of a
-        rotation through them."""
-        if max_memories is None:
-            return list(await self.repo.gc_facts(namespace))
-        return list(await self.repo.gc_window(namespace, max_memories))
+    async def _gc_window(
+        self, namespace: str, max_memories: int | None
+    ) -> tuple[list[Planned], Mapping[int, str] | None]:
+        """All memories (as the lighter GCFacts, with their term vectors if near-duplicates
+        are merged), or for a bounded run the next window of a rotation through them."""
+        if max_memories is not None:
+            return list(await self.repo.gc_window(namespace, max_memories)), None
+        if self._merge:
+            facts, vectors = await self.repo.gc_facts_and_vectors(namespace)
+            return list(facts), vectors
+        return list(await self.repo.gc_facts(namespace)), None
 
     async def _changed_memories(
         self, changes: list[GCDecision], planned: Sequence[Planned]
@@ -496,10 +502,9 @@ class MemoryService:
         namespace: str,
         now: float,
         max_memories: int | None = None,
-        memories: Sequence[Planned] | None = None,
+        window: tuple[Sequence[Planned], Mapping[int, str] | None] | None = None,
     ) -> GCPreview:
-        if memories is None:
-            memories = await self._gc_window(namespace, max_memories)
+        memories, vectors = window or await self._gc_window(namespace, max_memories)
         weights = collector.WEIGHTS  # never PMA_WEIGHTS: see collector
         outside: dict[MemoryType, int] = {}
         if max_memories is not None:
@@ -515,7 +520,8 @@ class MemoryService:
             from pma_mcp import consolidate
 
             merges = await consolidate.near_duplicates(
-                self.repo, memories, lambda m: collector.gc_score(m, now, weights).composite)
+                self.repo, memories, lambda m: collector.gc_score(m, now, weights).composite,
+                vectors)
         return collector.plan(namespace, memories, now, weights, merges=merges,
                               outside_tokens=outside)
 
