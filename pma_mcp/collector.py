@@ -31,14 +31,15 @@ from pma_mcp.models import (
     GCAction,
     GCDecision,
     GCPreview,
-    Memory,
     MemoryType,
     MergePair,
+    Planned,
     ScoreBreakdown,
+    Tiered,
     tier_down,
     tier_up,
 )
-from pma_mcp.scoring import breakdown
+from pma_mcp.scoring import score as composite_of
 
 WEIGHTS = Weights()
 """What the collector scores with (see the module docstring)."""
@@ -59,6 +60,7 @@ TIER_CAPACITY: Mapping[MemoryType, int] = {
 }
 ACTIVE_TIERS = (MemoryType.WORKING, MemoryType.EPISODIC, MemoryType.SEMANTIC)
 PREVIEW_CHARS = 80
+_LOWER = {tier: tier_down(tier) for tier in ACTIVE_TIERS}
 
 
 @dataclass(frozen=True)
@@ -70,11 +72,11 @@ class Rule:
     reason: str
 
 
-def idle_hours(memory: Memory, now: float) -> float:
-    return (now - memory.accessed_at.timestamp()) / 3600.0
+def idle_hours(memory: Tiered, now: float) -> float:
+    return (now - memory.accessed_epoch) / 3600.0
 
 
-def apply_rules(memory: Memory, score: ScoreBreakdown, now: float) -> Rule:
+def apply_rules(memory: Tiered, score: ScoreBreakdown, now: float) -> Rule:
     """The seed's three rules, in the seed's order."""
     tier = memory.memory_type
     composite = score.composite
@@ -85,8 +87,8 @@ def apply_rules(memory: Memory, score: ScoreBreakdown, now: float) -> Rule:
     if max_idle is not None and idle > max_idle and composite <= DEMOTION_THRESHOLD:
         return Rule(
             "demote",
-            tier_down(tier),
-            f"idle {idle:.1f} h > {max_idle:g} h max for {tier.value} and score "
+            _LOWER[tier],
+            f"idle {idle:.1f} h > {max_idle:g} h max for {tier} and score "
             f"{composite:.3f} ≤ {DEMOTION_THRESHOLD}",
         )
     if composite >= PROMOTION_THRESHOLD and tier != MemoryType.WORKING:
@@ -105,7 +107,7 @@ def apply_rules(memory: Memory, score: ScoreBreakdown, now: float) -> Rule:
 
 
 def _decision(
-    memory: Memory,
+    memory: Planned,
     action: GCAction,
     to_tier: MemoryType | None,
     reason: str,
@@ -125,19 +127,29 @@ def _decision(
     )
 
 
-def gc_score(memory: Memory, now: float, weights: Weights) -> ScoreBreakdown:
+def gc_score(memory: Tiered, now: float, weights: Weights) -> ScoreBreakdown:
     """The query-less score every GC decision uses: the one place GC asks for a score."""
-    return breakdown(memory, now, weights)
+    return composite_of(memory.importance, memory.created_epoch, memory.access_count, now,
+                        weights)
 
 
-def _key(memory: Memory, score: ScoreBreakdown) -> tuple[float, int]:
+def _key(memory: Tiered, score: ScoreBreakdown) -> tuple[float, int]:
     """Capacity order: higher score first, the newer memory first on a tie."""
     return (score.composite, memory.seq)
 
 
-def _target(memory: Memory, rule: Rule) -> MemoryType | None:
+def _target(memory: Tiered, rule: Rule) -> MemoryType | None:
     """The tier the rules send a memory to (None: deleted)."""
     return memory.memory_type if rule.action == "keep" else rule.to_tier
+
+
+_OVER_CAPACITY = {
+    tier: (f"{tier.value} over capacity ({TIER_CAPACITY[tier]:,} tokens held by higher "
+           "scores): score ", f" moves to {_LOWER[tier].value}")
+    for tier in ACTIVE_TIERS
+}
+"""A capacity note around the score (GC writes one for most memories of a large store)."""
+_RANK = {tier: i for i, tier in enumerate(TIER_ORDER)}
 
 
 class Capacity:
@@ -153,21 +165,22 @@ class Capacity:
         self._held = {tier: (outside or {}).get(tier, 0) for tier in ACTIVE_TIERS}
 
     def place(
-        self, memory: Memory, target: MemoryType | None, reason: str, score: ScoreBreakdown
+        self, memory: Tiered, target: MemoryType | None, reason: str, score: ScoreBreakdown
     ) -> tuple[MemoryType | None, str]:
         """(final tier, reason) for the next memory in descending score order."""
         tier = target
-        while tier in self._held:
+        held = self._held
+        shown = ""
+        while tier in held:
             assert tier is not None
-            self._held[tier] += memory.token_count
-            capacity = TIER_CAPACITY[tier]
-            if self._held[tier] <= capacity:
+            held[tier] += memory.token_count
+            if held[tier] <= TIER_CAPACITY[tier]:
                 break
-            lower = tier_down(tier)
-            note = (f"{tier.value} over capacity ({capacity:,} tokens held by higher scores): "
-                    f"score {score.composite:.3f} moves to {lower.value}")
+            head, tail = _OVER_CAPACITY[tier]
+            shown = shown or f"{score.composite:.3f}"
+            note = f"{head}{shown}{tail}"
             reason = note if memory.memory_type == tier else f"{reason}; then {note}"
-            tier = lower
+            tier = _LOWER[tier]
         return tier, reason
 
     def full_from(self, tier: MemoryType | None) -> bool:
@@ -182,20 +195,20 @@ class Capacity:
 
 
 def _classify(
-    memory: Memory, rule: Rule, final: MemoryType | None, reason: str, score: ScoreBreakdown
+    memory: Planned, rule: Rule, final: MemoryType | None, reason: str, score: ScoreBreakdown
 ) -> GCDecision:
     if final is None:
         return _decision(memory, "delete", None, reason, score)
     if final == memory.memory_type:
         return _decision(memory, "keep", None, reason, score)
-    if TIER_ORDER.index(final) < TIER_ORDER.index(memory.memory_type):
+    if _RANK[final] < _RANK[memory.memory_type]:
         return _decision(memory, "promote", final, reason, score)
     if rule.action == "archive" and final == MemoryType.ARCHIVED:
         return _decision(memory, "archive", final, reason, score)
     return _decision(memory, "demote", final, reason, score)
 
 
-def _merge_decision(memory: Memory, pair: MergePair, score: ScoreBreakdown) -> GCDecision:
+def _merge_decision(memory: Planned, pair: MergePair, score: ScoreBreakdown) -> GCDecision:
     return _decision(
         memory, "merge", None,
         f"near-duplicate of {pair.keep.id[:8]} (cosine {pair.similarity:.2f}); "
@@ -206,7 +219,7 @@ def _merge_decision(memory: Memory, pair: MergePair, score: ScoreBreakdown) -> G
 
 def plan(
     namespace: str,
-    memories: Sequence[Memory],
+    memories: Sequence[Planned],
     now: float,
     weights: Weights,
     *,
@@ -223,24 +236,24 @@ def plan(
     """
     preview = GCPreview(namespace=namespace)
     merged_away = {pair.gone.id: pair for pair in merges}
-    scores = {m.id: gc_score(m, now, weights) for m in memories}
-    rules = {m.id: apply_rules(m, scores[m.id], now) for m in memories}
+    scores = [gc_score(m, now, weights) for m in memories]
+    rules = [apply_rules(m, score, now) for m, score in zip(memories, scores, strict=True)]
     capacity = Capacity(outside_tokens)
-    placed: dict[str, tuple[MemoryType | None, str]] = {}
-    for memory in sorted(memories, key=lambda m: _key(m, scores[m.id]), reverse=True):
-        rule = rules[memory.id]
-        placed[memory.id] = capacity.place(memory, _target(memory, rule), rule.reason,
-                                           scores[memory.id])
+    placed: list[tuple[MemoryType | None, str]] = [(None, "")] * len(memories)
+    keys = [_key(m, score) for m, score in zip(memories, scores, strict=True)]
+    for i in sorted(range(len(memories)), key=keys.__getitem__, reverse=True):
+        memory, rule = memories[i], rules[i]
+        placed[i] = capacity.place(memory, _target(memory, rule), rule.reason, scores[i])
     groups = {"merge": preview.to_merge, "delete": preview.to_delete,
               "keep": preview.to_keep, "promote": preview.to_promote,
               "archive": preview.to_archive, "demote": preview.to_demote}
-    for memory in memories:
+    for memory, score, rule, (final, reason) in zip(memories, scores, rules, placed,
+                                                    strict=True):
         pair = merged_away.get(memory.id)
         if pair is not None:
-            decision = _merge_decision(memory, pair, scores[memory.id])
+            decision = _merge_decision(memory, pair, score)
         else:
-            final, reason = placed[memory.id]
-            decision = _classify(memory, rules[memory.id], final, reason, scores[memory.id])
+            decision = _classify(memory, rule, final, reason, score)
         groups[decision.action].append(decision)
 
     preview.token_delta = _token_delta(preview)
@@ -255,7 +268,7 @@ class Prediction:
     reach an active tier may be left out) until it returns True; then `decision()`.
     """
 
-    def __init__(self, memory: Memory, now: float, weights: Weights) -> None:
+    def __init__(self, memory: Planned, now: float, weights: Weights) -> None:
         self.memory = memory
         self._now = now
         self._weights = weights
@@ -269,7 +282,7 @@ class Prediction:
         """No memory scoring lower than the ones fed so far can change the outcome."""
         return self._capacity.full_from(self._target)
 
-    def higher(self, other: Memory) -> bool:
+    def higher(self, other: Tiered) -> bool:
         """Count one memory that scores higher; True once the outcome is settled."""
         score = gc_score(other, self._now, self._weights)
         if _key(other, score) <= _key(self.memory, self.score):

@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pma_mcp import lexicon
-from pma_mcp.models import Memory, MergePair
+from pma_mcp.models import MergePair, Planned
 from pma_mcp.store import Store, analysis
 
 NEAR_DUPLICATE_COSINE = 0.85
@@ -43,7 +43,7 @@ also bounds the neighbours one signature can have."""
 MAX_COMPONENT = 64
 """At most this many memories are followed through chains of near-duplicates by `inspect`."""
 
-ScoreOf = Callable[[Memory], float]
+ScoreOf = Callable[[Planned], float]
 
 
 class Vocabulary:
@@ -132,7 +132,7 @@ class Profile:
     term vector) and its TF-IDF vector (from its content's term sequence)."""
 
     def __init__(
-        self, memory: Memory, vocabulary: Vocabulary, signature: tuple[str, ...],
+        self, memory: Planned, vocabulary: Vocabulary, signature: tuple[str, ...],
         sequence: Sequence[str],
     ) -> None:
         self.memory = memory
@@ -144,12 +144,12 @@ class Profile:
 def _tf_idf(terms: Sequence[str], vocabulary: Vocabulary) -> dict[str, float]:
     """Sublinear tf × idf over terms and adjacent-term pairs (a pair weighs as its rarer term:
     its own document count is not kept), L2-normalised."""
-    idf = vocabulary.idf
-    weights: dict[str, float] = {}
-    for term, n in Counter(terms).items():
-        weights[term] = (1.0 + math.log(n)) * idf(term)
+    log = math.log
+    counts = Counter(terms)
+    idf = {term: vocabulary.idf(term) for term in counts}
+    weights = {term: (1.0 + log(n)) * idf[term] for term, n in counts.items()}
     for (a, b), n in Counter(itertools.pairwise(terms)).items():
-        weights[f"{a} {b}"] = (1.0 + math.log(n)) * max(idf(a), idf(b))
+        weights[f"{a} {b}"] = (1.0 + log(n)) * max(idf[a], idf[b])
     norm = math.sqrt(sum(w * w for w in weights.values())) or 1.0
     return {k: w / norm for k, w in weights.items()}
 
@@ -165,11 +165,11 @@ def cosine(a: Profile, b: Profile) -> float:
 
 
 def select(
-    edges: Iterable[tuple[float, Memory, Memory]], score_of: Mapping[str, float]
+    edges: Iterable[tuple[float, Planned, Planned]], score_of: Mapping[str, float]
 ) -> list[MergePair]:
     """Merges from similar pairs, most similar first; each memory goes at most once, and a
     memory that goes never absorbs another (nor one that absorbed another goes)."""
-    ordered: list[tuple[float, Memory, Memory]] = sorted(
+    ordered: list[tuple[float, Planned, Planned]] = sorted(
         ((value, a, b) if a.seq < b.seq else (value, b, a) for value, a, b in edges),
         key=lambda e: (e[0], e[1].seq, e[2].seq), reverse=True,
     )
@@ -202,7 +202,7 @@ def similar_pairs(
     groups: Iterable[Sequence[int]],
     profiles: Mapping[int, Profile],
     threshold: float = NEAR_DUPLICATE_COSINE,
-) -> list[tuple[float, Memory, Memory]]:
+) -> list[tuple[float, Planned, Planned]]:
     """Every pair within a neighbour group at or above `threshold`, each pair once."""
     seen: set[tuple[int, int]] = set()
     edges = []
@@ -227,7 +227,7 @@ async def namespace_vocabulary(repo: Store, namespace: str) -> Vocabulary:
 
 
 def profiles(
-    memories: Sequence[Memory], vectors: Mapping[int, str], vocabulary: Vocabulary
+    memories: Sequence[Planned], vectors: Mapping[int, str], vocabulary: Vocabulary
 ) -> list[Profile]:
     """Profiles of `memories` (their stored vectors given): one tokenising pass for all."""
     sequences = analysis.term_sequences([m.content for m in memories])
@@ -235,7 +235,7 @@ def profiles(
                     seq) for m, seq in zip(memories, sequences, strict=True)]
 
 
-def _current(memories: Iterable[Memory]) -> list[Memory]:
+def _current(memories: Iterable[Planned]) -> list[Planned]:
     # A corrected memory and its correction are alike by nature; merging them could keep the
     # wrong one, so superseded memories never take part.
     return [m for m in memories if m.superseded_by is None]
@@ -246,17 +246,19 @@ _WHOLE_NAMESPACE_READ = 5_000
 
 
 async def near_duplicates(
-    repo: Store, memories: Sequence[Memory], score_of: ScoreOf
+    repo: Store, memories: Sequence[Planned], score_of: ScoreOf,
+    vectors: Mapping[int, str] | None = None,
 ) -> list[MergePair]:
-    """The merges of a GC plan over `memories` (one namespace)."""
+    """The merges of a GC plan over `memories` (one namespace); `vectors`: their stored term
+    vectors by seq, if already read."""
     current = _current(memories)
     if len(current) < 2:
         return []
     namespace = current[0].namespace
     vocab = await namespace_vocabulary(repo, namespace)
-    if len(current) >= _WHOLE_NAMESPACE_READ:
+    if vectors is None and len(current) >= _WHOLE_NAMESPACE_READ:
         vectors = await repo.namespace_content_vectors(namespace)
-    else:
+    elif vectors is None:
         vectors = await repo.content_vectors([m.seq for m in current])
     groups, table = vocab.signatures([vectors.get(m.seq, "") for m in current])
     grouped = sorted({i for members in groups for i in members})
@@ -267,7 +269,7 @@ async def near_duplicates(
     return select(edges, {m.id: score_of(m) for e in edges for m in e[1:]})
 
 
-def _probe_words(memory: Memory, terms: Sequence[str]) -> list[str]:
+def _probe_words(memory: Planned, terms: Sequence[str]) -> list[str]:
     """A word of `memory`'s text for each of `terms` (the full-text index matches words)."""
     first: dict[str, str] = {}
     for word, term in analysis.stems(list(dict.fromkeys(lexicon.words(memory.content)))):
@@ -275,7 +277,7 @@ def _probe_words(memory: Memory, terms: Sequence[str]) -> list[str]:
     return [first.get(t, "") for t in terms]
 
 
-async def merge_of(repo: Store, memory: Memory, score_of: ScoreOf) -> MergePair | None:
+async def merge_of(repo: Store, memory: Planned, score_of: ScoreOf) -> MergePair | None:
     """The merge the namespace plan makes of `memory` into another, if any, computed from its
     chain of near-duplicates alone (found through the full-text index)."""
     if memory.superseded_by is not None:
@@ -283,7 +285,7 @@ async def merge_of(repo: Store, memory: Memory, score_of: ScoreOf) -> MergePair 
     namespace = memory.namespace
     vectors: dict[int, str] = {}
 
-    async def make(batch: Sequence[Memory]) -> list[Profile]:
+    async def make(batch: Sequence[Planned]) -> list[Profile]:
         vectors.update(await repo.content_vectors([m.seq for m in batch]))
         terms = sorted({t for m in batch for t in vector_terms(vectors.get(m.seq, ""))})
         total, doc_freq = await repo.namespace_doc_freq(namespace, terms)
@@ -291,7 +293,7 @@ async def merge_of(repo: Store, memory: Memory, score_of: ScoreOf) -> MergePair 
 
     found: dict[str, Profile] = {}
     pending = [memory]
-    edges: dict[tuple[str, str], tuple[float, Memory, Memory]] = {}
+    edges: dict[tuple[str, str], tuple[float, Planned, Planned]] = {}
     while pending and len(found) < MAX_COMPONENT:
         fresh = await make(pending)
         found.update((p.memory.id, p) for p in fresh)

@@ -38,6 +38,7 @@ from pma_mcp.models import (
     NewMemory,
     Overview,
     Page,
+    Planned,
     Related,
     Scope,
     ScoredMemory,
@@ -60,6 +61,8 @@ MAX_TOKEN_BUDGET = 1_000_000
 PREVIEW_CHARS = 120
 _SCORE_SLACK = 1e-9
 """SQLite and Python may round a score differently in the last bits."""
+_READ_CHUNK = 900
+"""Memories read by seq per statement (SQLite bounds a statement's parameters)."""
 MAX_PAGE = 200
 OVERVIEW_GC_WINDOW = 200
 """The overview shows GC pressure over the next window of a bounded pass, not a full one."""
@@ -467,10 +470,10 @@ class MemoryService:
         """Compute the plan `gc_preview` shows for this instant and apply exactly it."""
         own = self._own(namespace)
         now = self._clock()
-        memories = await self._gc_window(own, max_memories)
-        plan = await self._plan(own, now, max_memories, memories)
-        by_id = {m.id: m for m in memories}
-        changes = plan.changes()
+        window = await self._gc_window(own, max_memories)
+        plan = await self._plan(own, now, max_memories, window)
+        memories = window[0]
+        changes, by_id = await self._changed_memories(plan.changes(), memories)
         cursor = (own, memories[-1].seq) if max_memories is not None and memories else None
         await self.repo.apply_gc(changes, by_id, now, cursor=cursor)
         return GCResult(
@@ -486,21 +489,43 @@ class MemoryService:
             summary=plan.summary,
         )
 
-    async def _gc_window(self, namespace: str, max_memories: int | None) -> list[Memory]:
-        """All memories, or for a bounded run the next window of a rotation through them."""
-        if max_memories is None:
-            return await self.repo.namespace_memories(namespace)
-        return await self.repo.gc_window(namespace, max_memories)
+    async def _gc_window(
+        self, namespace: str, max_memories: int | None
+    ) -> tuple[list[Planned], Mapping[int, str] | None]:
+        """All memories (as the lighter GCFacts, with their term vectors if near-duplicates
+        are merged), or for a bounded run the next window of a rotation through them."""
+        if max_memories is not None:
+            return list(await self.repo.gc_window(namespace, max_memories)), None
+        if self._merge:
+            facts, vectors = await self.repo.gc_facts_and_vectors(namespace)
+            return list(facts), vectors
+        return list(await self.repo.gc_facts(namespace)), None
+
+    async def _changed_memories(
+        self, changes: list[GCDecision], planned: Sequence[Planned]
+    ) -> tuple[list[GCDecision], dict[str, Memory]]:
+        """The full memories a plan's changes touch (it was made from lighter rows), and the
+        changes whose memories still exist: one gone since the plan's read is skipped, as
+        apply_gc skips a step on a memory changed since."""
+        seq_of = {m.id: m.seq for m in planned}
+        wanted = sorted({seq_of[i] for d in changes for i in (d.memory_id, d.merge_into)
+                         if i is not None})
+        by_id: dict[str, Memory] = {}
+        for start in range(0, len(wanted), _READ_CHUNK):
+            found = await self.repo.memories_by_seq(wanted[start:start + _READ_CHUNK])
+            by_id.update((m.id, m) for m in found.values())
+        kept = [d for d in changes
+                if d.memory_id in by_id and (d.merge_into is None or d.merge_into in by_id)]
+        return kept, by_id
 
     async def _plan(
         self,
         namespace: str,
         now: float,
         max_memories: int | None = None,
-        memories: Sequence[Memory] | None = None,
+        window: tuple[Sequence[Planned], Mapping[int, str] | None] | None = None,
     ) -> GCPreview:
-        if memories is None:
-            memories = await self._gc_window(namespace, max_memories)
+        memories, vectors = window or await self._gc_window(namespace, max_memories)
         weights = collector.WEIGHTS  # never PMA_WEIGHTS: see collector
         outside: dict[MemoryType, int] = {}
         if max_memories is not None:
@@ -516,7 +541,8 @@ class MemoryService:
             from pma_mcp import consolidate
 
             merges = await consolidate.near_duplicates(
-                self.repo, memories, lambda m: collector.gc_score(m, now, weights).composite)
+                self.repo, memories, lambda m: collector.gc_score(m, now, weights).composite,
+                vectors)
         return collector.plan(namespace, memories, now, weights, merges=merges,
                               outside_tokens=outside)
 
@@ -527,7 +553,7 @@ class MemoryService:
         weights = collector.WEIGHTS  # never PMA_WEIGHTS: see collector
         prediction = collector.Prediction(memory, now, weights)
         if not prediction.settled:
-            ranked = self.repo.by_gc_score(
+            ranked = self.repo.tier_facts_by_score(
                 memory.namespace, now, weights,
                 at_least=prediction.score.composite - _SCORE_SLACK,
                 archived_at_least=collector.PROMOTION_THRESHOLD - _SCORE_SLACK,

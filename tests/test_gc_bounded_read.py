@@ -1,5 +1,6 @@
-"""`SQLiteStore.by_gc_score` reads the best-scored memories through bounds instead of scoring
-the whole namespace; its order must be exactly the brute-force order of the query-less score."""
+"""`SQLiteStore.tier_facts_by_score` reads the best-scored memories through bounds instead of
+scoring the whole namespace; its order must be exactly the brute-force order of the query-less
+score."""
 
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ async def test_bounded_read_is_the_brute_force_order(tmp_path: Path) -> None:
         await repo.insert_many(memories(500, "/other", 2), skip_existing=False)
         stored = await repo.namespace_memories("/p")
         for at_least, archived in ((0.0, 0.0), (0.2, 0.45), (0.35, 0.45), (0.55, 0.6)):
-            read = [m.seq async for m in repo.by_gc_score(
+            read = [m.seq async for m in repo.tier_facts_by_score(
                 "/p", NOW, collector.WEIGHTS, at_least=at_least, archived_at_least=archived)]
             expected = brute_force(stored, at_least, archived)
             assert read == expected, (at_least, len(read), len(expected))

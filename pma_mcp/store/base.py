@@ -23,7 +23,16 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from pma_mcp.config import Weights
-from pma_mcp.models import Browse, GCDecision, LineageEvent, Memory, MemoryType, Scope
+from pma_mcp.models import (
+    Browse,
+    GCDecision,
+    GCFacts,
+    LineageEvent,
+    Memory,
+    MemoryType,
+    Scope,
+    TierFacts,
+)
 
 CONTEXT_RADIUS = 2
 """A memory's context (for lexical search) is the text of up to this many earlier and later
@@ -248,7 +257,7 @@ class Store(Protocol):
         """(memories, per-term document count) of one namespace: all its terms or `terms`."""
         ...
 
-    def by_gc_score(
+    def tier_facts_by_score(
         self,
         namespace: str,
         now: float,
@@ -256,9 +265,20 @@ class Store(Protocol):
         *,
         at_least: float,
         archived_at_least: float,
-    ) -> AsyncGenerator[Memory, None]:
+    ) -> AsyncGenerator[TierFacts, None]:
         """Current memories of `namespace` with a query-less score of at least `at_least`
-        (archived ones from `archived_at_least`), best first, newest on ties; read lazily."""
+        (archived ones from `archived_at_least`), best first, newest on ties, as TierFacts;
+        read lazily (inspect's bounded read)."""
+        ...
+
+    async def gc_facts(self, namespace: str) -> list[GCFacts]:
+        """`namespace_memories` (same order) as the collector's lighter rows."""
+        ...
+
+    async def gc_facts_and_vectors(
+        self, namespace: str
+    ) -> tuple[list[GCFacts], dict[int, str]]:
+        """`gc_facts`, and `namespace_content_vectors`, from one read."""
         ...
 
     async def namespace_memories(
