@@ -8,9 +8,11 @@ variable's source; the fixture below only needs a URL.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import asyncpg
 import pytest
@@ -29,23 +31,29 @@ def with_schema(url: str, schema: str) -> str:
     return f"{url}{joiner}options=-csearch_path%3D{schema}"
 
 
+def _execute(url: str, sql: str) -> None:
+    """One statement on its own connection, from synchronous code (fixture set-up)."""
+    async def run() -> None:
+        conn = await asyncpg.connect(url)
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    # On a thread of its own: the caller may be inside a running event loop (an async test).
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, run()).result()
+
+
 @pytest.fixture
-async def postgres_url() -> AsyncIterator[str]:
+def postgres_url() -> Iterator[str]:
     """A URL whose search_path is a new, empty schema (dropped after the test)."""
     base = server_url()
     if base is None:
         pytest.skip(SKIP_REASON)
     schema = f"t_{uuid.uuid4().hex[:12]}"
-    conn = await asyncpg.connect(base)
-    try:
-        await conn.execute(f"CREATE SCHEMA {schema}")
-    finally:
-        await conn.close()
+    _execute(base, f"CREATE SCHEMA {schema}")
     try:
         yield with_schema(base, schema)
     finally:
-        conn = await asyncpg.connect(base)
-        try:
-            await conn.execute(f"DROP SCHEMA {schema} CASCADE")
-        finally:
-            await conn.close()
+        _execute(base, f"DROP SCHEMA {schema} CASCADE")

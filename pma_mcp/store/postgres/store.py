@@ -83,12 +83,14 @@ NARROW_RANGE_S = 31 * 86_400.0
 
 
 def _static_score(p: search.Params, weights: Weights, now: float) -> str:
-    """The query-less composite of scoring.score over alias m (recency's exponent capped:
-    PostgreSQL's exp() raises on underflow)."""
+    """The query-less composite of scoring.score over alias m, in float8 throughout (a bare
+    literal would make it numeric, rounded unlike Python's floats, and reorder near-ties);
+    recency's exponent is capped: PostgreSQL's exp() raises on underflow."""
     return (f"({p(weights.importance)}::float8 * m.importance + {p(weights.recency)}::float8 "
-            f"* exp(-least(0.1 * greatest(0.0, ({p(now)}::float8 - m.created_at) / 3600.0), "
-            f"700.0)) + {p(weights.access)}::float8 * least(ln(1.0 + m.access_count) / 10.0, "
-            "1.0))")
+            "* exp(-least(0.1::float8 * greatest(0::float8, "
+            f"({p(now)}::float8 - m.created_at) / 3600::float8), 700::float8)) "
+            f"+ {p(weights.access)}::float8 * least(ln(1::float8 + m.access_count) "
+            "/ 10::float8, 1::float8))")
 
 
 def _kept(p: search.Params, at_least: float, archived_at_least: float) -> str:
