@@ -316,6 +316,8 @@ QUERIES = ["what is the name of Alice's greyhound", "when does the deploy run mi
 
 async def test_backends_rank_alike(tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """One corpus in both stores: the same candidates with the same semantic_similarity."""
+    if server_url() is None:
+        pytest.skip("PostgreSQL tests need PMA_TEST_POSTGRES_URL")
     stores = [await _open(b, tmp_path, request) for b in BACKENDS]
     try:
         ids: list[dict[int, str]] = []
