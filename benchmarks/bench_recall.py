@@ -2,16 +2,17 @@
 stdio (the `recall` tool through the SDK client), limit 5.
 
     uv run python -m benchmarks.bench_recall [--size 100000] [--queries 200]
-        [--data locomo10.json] [--db PATH]
+        [--data locomo10.json] [--db PATH] [--backend sqlite|postgres|both] [--database-url URL]
 
 With --data the store holds conversational text: LoCoMo turns replicated into distinct
 sessions, each replica with about 15% of adjacent word pairs swapped, and the queries are LoCoMo
 questions (a replicated corpus is pessimistic: every query term matches every replica). Without
 it, the synthetic Zipf corpus of benchmarks.corpus and its queries. The store is one project
-namespace, bulk-inserted through SQLiteStore.insert_many (the FTS index, neighbour context and
-speakers are the real ones). Queries are timed one at a time after warm-up, in --passes passes
-over all of them; each recall counts an access, as in real use. Printed: pass 1 as measured, and
-each query's best pass (what the code costs when other load on the machine lets it run).
+namespace, bulk-inserted through the store's insert_many (the full-text index or postings,
+neighbour context and speakers are the real ones). Queries are timed one at a time after
+warm-up, in --passes passes over all of them; each recall counts an access, as in real use.
+Printed: pass 1 as measured, and each query's best pass (what the code costs when other load on
+the machine lets it run).
 Targets at p50: in-process ≤ 15 ms, over stdio ≤ 20 ms.
 """
 
@@ -27,6 +28,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -34,11 +36,12 @@ from mcp import Client, StdioServerParameters
 
 from benchmarks.corpus import Corpus
 from benchmarks.locomo import load, machine, percentile
+from benchmarks.places import BACKENDS, place
 from pma_mcp.budget import WordEstimate
 from pma_mcp.config import Settings
 from pma_mcp.models import Memory, MemoryType
 from pma_mcp.service import MemoryService
-from pma_mcp.store.sqlite.repository import SQLiteStore
+from pma_mcp.store import open_store
 from pma_mcp.transfer import content_hash
 
 NAMESPACE = "/bench/project"
@@ -88,12 +91,12 @@ def queries(size: int, data: Path | None, n: int) -> list[str]:
     return [corpus.query() for _ in range(n)]
 
 
-async def build(db_path: Path, size: int, data: Path | None) -> None:
+async def build(settings: Settings, size: int, data: Path | None) -> None:
     """Fill the store with `size` memories, in batches of BATCH."""
     now = time.time()
     source = (conversation_memories(data, now) if data is not None
               else Corpus(seed=size).memories(sys.maxsize, NAMESPACE, now))
-    repo = await SQLiteStore.open(str(db_path))
+    repo = await open_store(settings)
     try:
         stored = 0
         while stored < size:  # repeated texts (a short turn shuffles to itself) are skipped
@@ -103,8 +106,8 @@ async def build(db_path: Path, size: int, data: Path | None) -> None:
         await repo.close()
 
 
-async def count(db_path: Path) -> int:
-    repo = await SQLiteStore.open(str(db_path))
+async def count(settings: Settings) -> int:
+    repo = await open_store(settings)
     try:
         return await repo.count(NAMESPACE)
     finally:
@@ -129,8 +132,9 @@ async def timings(recall: Recall, texts: Sequence[str], passes: int) -> list[lis
     return out
 
 
-async def time_in_process(db_path: Path, texts: Sequence[str], passes: int) -> list[list[float]]:
-    settings = Settings(db_path=db_path, namespace=NAMESPACE)
+async def time_in_process(
+    settings: Settings, texts: Sequence[str], passes: int
+) -> list[list[float]]:
     async with await MemoryService.open(settings, counter=WordEstimate()) as service:
 
         async def recall(q: str) -> object:
@@ -139,9 +143,12 @@ async def time_in_process(db_path: Path, texts: Sequence[str], passes: int) -> l
         return await timings(recall, texts, passes)
 
 
-async def time_stdio(db_path: Path, texts: Sequence[str], passes: int) -> list[list[float]]:
+async def time_stdio(settings: Settings, texts: Sequence[str], passes: int) -> list[list[float]]:
+    db_path = settings.db_path
     env = {"PMA_DB_PATH": str(db_path), "PMA_NAMESPACE": NAMESPACE, "PMA_LOG_LEVEL": "WARNING",
            "HOME": str(db_path.parent), "PATH": os.environ.get("PATH", "")}
+    if settings.database_url:
+        env["PMA_DATABASE_URL"] = settings.database_url
     params = StdioServerParameters(command=sys.executable, args=["-m", "pma_mcp"], env=env,
                                    cwd=str(db_path.parent))
     async with Client(params, mode="legacy") as client:
@@ -155,11 +162,11 @@ async def time_stdio(db_path: Path, texts: Sequence[str], passes: int) -> list[l
         return await timings(recall, texts, passes)
 
 
-def line(label: str, runs: Sequence[Sequence[float]]) -> str:
+def line(label: str, runs: Sequence[Sequence[float]], backend: str = "") -> str:
     """Pass 1 as measured, and each query's best pass (an estimate free of other load)."""
     first = runs[0]
     best = [min(times) for times in zip(*runs, strict=True)]
-    return (f"{label:<10} pass 1 p50 {statistics.median(first):5.2f} "
+    return (f"{backend}{label:<10} pass 1 p50 {statistics.median(first):5.2f} "
             f"p95 {percentile(first, 0.95):5.2f} ms | best of {len(runs)}: "
             f"p50 {statistics.median(best):5.2f} p95 {percentile(best, 0.95):5.2f} ms "
             f"| target p50 ≤ {TARGET_MS[label]:.0f} ms")
@@ -174,24 +181,40 @@ async def main() -> None:
                         help="LoCoMo JSON: conversational store and questions as queries")
     parser.add_argument("--passes", type=int, default=3, help="passes over the queries")
     parser.add_argument("--db", type=Path, default=None,
-                        help="keep the store at this path; reuse it if it exists")
+                        help="keep the SQLite store at this path; reuse it if it exists")
+    parser.add_argument("--backend", choices=(*BACKENDS, "both"), default="sqlite",
+                        help="the store's backend (both: one after the other, same queries)")
+    parser.add_argument("--database-url", default=None, metavar="URL",
+                        help="PostgreSQL server (default: PMA_TEST_POSTGRES_URL); a fresh "
+                        "schema per run")
     args = parser.parse_args()
     print(machine())
-    with tempfile.TemporaryDirectory(prefix="pma-recall-") as tmp:
-        db_path = args.db or Path(tmp) / "recall.db"
-        kind = f"LoCoMo turns replicated ({args.data.name})" if args.data else "synthetic corpus"
-        t = time.perf_counter()
-        if db_path.exists():
-            how = "reused"
-        else:
-            await build(db_path, args.size, args.data)
-            how = f"built in {time.perf_counter() - t:.0f} s"
-        texts = queries(args.size, args.data, args.queries)
-        print(f"store: {await count(db_path):,} memories, {kind}, "
-              f"{db_path.stat().st_size / 1e6:.0f} MB, {how}; {len(texts)} queries, "
-              f"limit {LIMIT}")
-        print(line("in-process", await time_in_process(db_path, texts, args.passes)))
-        print(line("stdio", await time_stdio(db_path, texts, args.passes)))
+    texts = queries(args.size, args.data, args.queries)
+    for backend in BACKENDS if args.backend == "both" else (args.backend,):
+        where = place(backend, args.database_url)
+        with tempfile.TemporaryDirectory(prefix="pma-recall-") as tmp:
+            async with where.settings(Path(tmp), "recall", namespace=NAMESPACE) as settings:
+                kept = args.db if args.db and backend == "sqlite" else settings.db_path
+                await measure(replace(settings, db_path=kept), where.label, args, texts)
+
+
+async def measure(settings: Settings, label: str, args: argparse.Namespace,
+                  texts: Sequence[str]) -> None:
+    """Build (or reuse) the store, then time in-process and stdio recall on it."""
+    kind = f"LoCoMo turns replicated ({args.data.name})" if args.data else "synthetic corpus"
+    t = time.perf_counter()
+    if settings.database_url is None and settings.db_path.exists():
+        how = "reused"
+    else:
+        await build(settings, args.size, args.data)
+        how = f"built in {time.perf_counter() - t:.0f} s"
+    size = ("" if settings.database_url else
+            f", {settings.db_path.stat().st_size / 1e6:.0f} MB")
+    print(f"{label} store: {await count(settings):,} memories, {kind}{size}, {how}; "
+          f"{len(texts)} queries, limit {LIMIT}")
+    prefix = f"{label:<11}"
+    print(line("in-process", await time_in_process(settings, texts, args.passes), prefix))
+    print(line("stdio", await time_stdio(settings, texts, args.passes), prefix))
 
 if __name__ == "__main__":
     asyncio.run(main())
