@@ -251,7 +251,7 @@ async def test_by_gc_score_is_the_brute_force_order(store: Store) -> None:
                          access_count=rng.choice([0, 1, 40, rng.randrange(5_000)])))
     assert await store.insert_many(batch, skip_existing=False) == len(batch)
     stored = await store.namespace_memories(NS)
-    for at_least, archived in ((0.0, 0.0), (0.35, 0.45)):
+    for at_least, archived in ((0.0, 0.0), (0.2, 0.45), (0.35, 0.45), (0.55, 0.6)):
         read = [m.seq async for m in store.by_gc_score(
             NS, NOW, collector.WEIGHTS, at_least=at_least, archived_at_least=archived)]
         scored = sorted(
@@ -262,6 +262,19 @@ async def test_by_gc_score_is_the_brute_force_order(store: Store) -> None:
     static = await store.static_candidates(Scope(namespaces=(NS,)), 5, NOW, Weights())
     assert len(static) == 5
     await consistent(store)
+
+
+async def test_by_gc_score_reads_past_a_page_of_excluded_rows(store: Store) -> None:
+    """A full page of important but excluded (archived) memories must not end the read:
+    less important, much used memories below it still reach the threshold."""
+    old = NOW - 500 * 3600.0
+    excluded = [mem(f"archived {i}", at=old, importance=0.9, tier=MemoryType.ARCHIVED)
+                for i in range(1_100)]
+    wanted = [mem(f"used {i}", at=old, importance=0.5, access_count=5_000) for i in range(20)]
+    await store.insert_many([*excluded, *wanted], skip_existing=False)
+    read = [m.id async for m in store.by_gc_score(
+        NS, NOW, collector.WEIGHTS, at_least=0.2, archived_at_least=0.9)]
+    assert sorted(read) == sorted(m.id for m in wanted)
 
 
 async def test_insert_many_skips_or_refuses_existing(store: Store) -> None:

@@ -93,10 +93,21 @@ def _static_score(p: search.Params, weights: Weights, now: float) -> str:
             "/ 10::float8, 1::float8))")
 
 
-def _kept(p: search.Params, at_least: float, archived_at_least: float) -> str:
-    """by_gc_score's threshold over a subquery's gc_score and memory_type."""
-    return (f"gc_score >= {p(at_least)}::float8 AND (memory_type != 'archived' "
-            f"OR gc_score >= {p(archived_at_least)}::float8)")
+def _gc_rows(
+    p: search.Params,
+    weights: Weights,
+    now: float,
+    at_least: float,
+    archived_at_least: float,
+    where: str,
+    tail: str = "",
+) -> str:
+    """by_gc_score's SQL: (seq, importance, gc_score) of the memories `where` selects whose
+    score reaches the thresholds (placeholders are numbered by `p`, in any order)."""
+    return (f"SELECT seq, importance, gc_score FROM (SELECT m.seq, m.importance, "
+            f"m.memory_type, {_static_score(p, weights, now)} AS gc_score FROM memories m "
+            f"WHERE {where}) s WHERE gc_score >= {p(at_least)}::float8 AND (memory_type "
+            f"!= 'archived' OR gc_score >= {p(archived_at_least)}::float8) {tail}")
 
 
 def _ranked(row: asyncpg.Record, semantic: float) -> Candidate:
@@ -621,11 +632,9 @@ class PostgresStore:
         recent_since = now - GC_RECENT_HOURS * 3600.0
 
         p = search.Params()
-        score = _static_score(p, weights, now)
-        recent = (f"SELECT seq, gc_score FROM (SELECT m.seq, m.memory_type, {score} AS gc_score "
-                  f"FROM memories m WHERE m.namespace = {p(namespace)} AND m.superseded_by IS "
-                  f"NULL AND m.created_at >= {p(recent_since)}::float8) s "
-                  f"WHERE {_kept(p, at_least, archived_at_least)}")
+        recent = _gc_rows(p, weights, now, at_least, archived_at_least,
+                          f"m.namespace = {p(namespace)} AND m.superseded_by IS NULL "
+                          f"AND m.created_at >= {p(recent_since)}::float8")
         heap: list[tuple[float, int]] = [
             (-float(r["gc_score"]), -int(r["seq"])) for r in await self._fetch(recent, *p.values)]
         heapq.heapify(heap)
@@ -676,17 +685,14 @@ class PostgresStore:
         """One page of older memories in descending (importance, seq), after `after`:
         (seq, importance, score) of those that score at least the thresholds."""
         p = search.Params()
-        score = _static_score(p, weights, now)
         where = (f"m.namespace = {p(namespace)} AND m.superseded_by IS NULL "
                  f"AND m.created_at < {p(recent_since)}::float8 "
                  f"AND m.importance >= {p(max(lowest, -1.0))}::float8")
         if after is not None:
             where += (f" AND (m.importance, m.seq) < ({p(after[0])}::float8, "
                       f"{p(after[1])}::bigint)")
-        sql = (f"SELECT seq, importance, gc_score FROM (SELECT m.seq, m.importance, "
-               f"m.memory_type, {score} AS gc_score FROM memories m WHERE {where} "
-               f"ORDER BY m.importance DESC, m.seq DESC LIMIT {p(_GC_PAGE)}) s "
-               f"WHERE {_kept(p, at_least, archived_at_least)} ORDER BY importance DESC, seq DESC")
+        sql = _gc_rows(p, weights, now, at_least, archived_at_least, where,
+                       f"ORDER BY importance DESC, seq DESC LIMIT {p(_GC_PAGE)}")
         rows = await self._fetch(sql, *p.values)
         return [(int(r["seq"]), float(r["importance"]), float(r["gc_score"])) for r in rows]
 
