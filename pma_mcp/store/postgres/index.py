@@ -362,20 +362,20 @@ class Writer:
     async def _write_postings(self, seqs: list[int]) -> None:
         """Postings of `seqs` as their stored vectors say (memories gone meanwhile: none)."""
         rows = await self.conn.fetch(
-            "SELECT seq, namespace, terms, label_terms, context_terms FROM memories "
+            "SELECT seq, namespace, terms, label_terms, context_terms, doc_len FROM memories "
             "WHERE seq = ANY($1)", seqs)
         await self.conn.execute("DELETE FROM postings WHERE seq = ANY($1)", seqs)
-        columns: tuple[list[Any], ...] = ([], [], [], [], [], [])
+        columns: tuple[list[Any], ...] = ([], [], [], [], [], [], [])
         for row in rows:
             for posting in postings_of(row["terms"], row["label_terms"], row["context_terms"]):
                 for column, value in zip(columns, (posting[0], row["namespace"], row["seq"],
-                                                   *posting[1:]), strict=True):
+                                                   *posting[1:], row["doc_len"]), strict=True):
                     column.append(value)
         if columns[0]:
             await self.conn.execute(
-                "INSERT INTO postings (term, namespace, seq, content_tf, label_tf, context_tf) "
-                "SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::int[], "
-                "$5::int[], $6::int[])", *columns)
+                "INSERT INTO postings (term, namespace, seq, content_tf, label_tf, context_tf, "
+                "doc_len) SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::int[], "
+                "$5::int[], $6::int[], $7::int[])", *columns)
 
     async def fold_statistics(self, old: str, new: str) -> None:
         """Add namespace `old`'s term statistics to `new`'s (its memories moved there)."""

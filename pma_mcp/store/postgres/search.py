@@ -50,27 +50,31 @@ DOCUMENT = "m.terms, m.label_terms, m.context_terms, m.doc_len"
 def candidates_sql(query: lexical.AnalysedQuery, scope: Scope, limit: int) -> tuple[str, list[Any]]:
     """SQL (and its values) for the `limit` best memories of `scope` by BM25 for `query`.
 
+    Scores are summed over the postings alone (narrow rows: no spill to disk), then the
+    scope's filter and the limit apply, and only the chosen memories' documents are read.
     Columns: seq, importance, created_at, access_count, speaker, then DOCUMENT.
     """
     q = query.bm25_query
     terms = list(q.idf)
     p = Params()
-    w_content, w_labels, w_context = lexical.COLUMN_WEIGHTS
-    namespaces = p(list(scope.namespaces))
+    w_content, w_labels, w_context = (f"{w}::float8" for w in lexical.COLUMN_WEIGHTS)
     frequency = (f"p.content_tf * {w_content} + p.label_tf * {w_labels} "
                  f"+ CASE WHEN q.everywhere THEN p.context_tf * {w_context} ELSE 0 END")
-    norm = f"{bm25.K1} * (1 - {bm25.B} + {bm25.B} * m.doc_len / {p(q.avg_length)}::float8)"
+    k1, b = f"{bm25.K1}::float8", f"{bm25.B}::float8"
+    norm = f"{k1} * (1 - {b} + {b} * h.doc_len / {p(q.avg_length)}::float8)"
     sql = (
         "WITH q (term, idf, everywhere) AS (SELECT * FROM unnest("
         f"{p(terms)}::text[], {p([q.idf[t] for t in terms])}::float8[], "
         f"{p([t not in q.own_text_only for t in terms])}::bool[])), "
-        "hits AS (SELECT p.seq, q.idf, " + frequency + " AS f FROM q JOIN postings p "
-        f"ON p.term = q.term AND p.namespace = ANY({namespaces}::text[])) "
+        f"hits AS (SELECT p.seq, p.doc_len, q.idf, {frequency} AS f FROM q JOIN postings p "
+        f"ON p.term = q.term AND p.namespace = ANY({p(list(scope.namespaces))}::text[])), "
+        f"scores AS (SELECT h.seq, sum(h.idf * h.f * ({k1} + 1) / (h.f + {norm})) AS score "
+        "FROM hits h WHERE h.f > 0 GROUP BY h.seq), "
+        "best AS (SELECT s.seq, s.score FROM scores s JOIN memories m ON m.seq = s.seq "
+        f"WHERE {scope_where(scope, p)} ORDER BY s.score DESC, s.seq DESC LIMIT {p(limit)}) "
         "SELECT m.seq, m.importance, m.created_at, m.access_count, m.speaker, "
-        f"{DOCUMENT}, sum(h.idf * h.f * {bm25.K1 + 1} / (h.f + {norm})) AS score "
-        "FROM hits h JOIN memories m ON m.seq = h.seq "
-        f"WHERE h.f > 0 AND {scope_where(scope, p)} "
-        f"GROUP BY m.seq ORDER BY score DESC, m.seq DESC LIMIT {p(limit)}"
+        f"{DOCUMENT} FROM best JOIN memories m ON m.seq = best.seq "
+        "ORDER BY best.score DESC, best.seq DESC"
     )
     return sql, p.values
 
