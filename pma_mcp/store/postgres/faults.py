@@ -1,10 +1,11 @@
 """Driver errors → pma-mcp's StorageError hierarchy, at the one place they leave the store.
 
 A server that cannot be reached, restarted or cut the connection is `StorageUnavailable`
-(retryable: the pool opens a new connection on the next call); a lock wait past the timeout,
-a deadlock or a serialization failure is `StorageBusy` (retryable: the transaction was rolled
-back). Every message passes through url.redact, and the driver's exception is not chained
-(`from None`), so no traceback can carry a password either.
+(retryable: the pool opens a new connection on the next call; store.py itself retries once
+where nothing can have happened yet: a read, or a write whose BEGIN failed); a lock wait past
+the timeout, a deadlock or a serialization failure is `StorageBusy` (retryable: the
+transaction was rolled back). Every message passes through url.redact, and the driver's
+exception is not chained (`from None`), so no traceback can carry a password either.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ _UNAVAILABLE = (
     asyncpg.CannotConnectNowError,
     asyncpg.TooManyConnectionsError,
     asyncpg.ConnectionDoesNotExistError,
+    asyncpg.InternalClientError,  # a pooled connection the server cut while it was idle
 )
 _BUSY = (
     asyncpg.LockNotAvailableError,
@@ -44,11 +46,16 @@ def _closed(exc: BaseException) -> bool:
         or "pool is closed" in text)
 
 
+def lost(exc: BaseException) -> bool:
+    """Did the connection go away (the server restarted, the network or an admin cut it)?"""
+    return isinstance(exc, _UNAVAILABLE) or _closed(exc)
+
+
 def storage_error(exc: BaseException, url: str) -> StorageError | None:
     """The StorageError `exc` stands for, or None if it is not a driver/network error."""
     where = urls.location(url)
     detail = urls.redact(str(exc) or type(exc).__name__, url)
-    if isinstance(exc, _UNAVAILABLE) or _closed(exc):
+    if lost(exc):
         return StorageUnavailable(
             f"the PostgreSQL server at {where} could not be reached or closed the "
             f"connection ({detail}); the call was not acknowledged: retry it, the next "

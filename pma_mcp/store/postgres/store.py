@@ -191,17 +191,29 @@ class PostgresStore:
             async with self._pool.acquire() as conn:
                 yield conn
 
+    async def _query(self, method: str, sql: str, *args: Any) -> Any:
+        """`conn.<method>(sql, *args)` on a pooled connection. A read changes nothing, so
+        one that lost its connection (idle in the pool when the server restarted) is run
+        once more on a new one before StorageUnavailable."""
+        with faults.mapped(self._url):
+            for attempt in (1, 2):
+                try:
+                    async with self._pool.acquire() as conn:
+                        return await getattr(conn, method)(sql, *args)
+                except Exception as exc:
+                    if attempt == 2 or not faults.lost(exc):
+                        raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
     async def _fetch(self, sql: str, *args: Any) -> list[asyncpg.Record]:
-        async with self._read() as conn:
-            return list(await conn.fetch(sql, *args))
+        return list(await self._query("fetch", sql, *args))
 
     async def _fetchrow(self, sql: str, *args: Any) -> asyncpg.Record | None:
-        async with self._read() as conn:
-            return await conn.fetchrow(sql, *args)
+        row: asyncpg.Record | None = await self._query("fetchrow", sql, *args)
+        return row
 
     async def _fetchval(self, sql: str, *args: Any) -> Any:
-        async with self._read() as conn:
-            return await conn.fetchval(sql, *args)
+        return await self._query("fetchval", sql, *args)
 
     async def _memories(self, sql: str, *args: Any) -> list[Memory]:
         return [memory_of(r) for r in await self._fetch(sql, *args)]
@@ -210,13 +222,18 @@ class PostgresStore:
         self, namespaces: Iterable[str], body: Callable[[Writer], Awaitable[T]]
     ) -> T:
         """Run `body` in one write transaction holding the namespaces' locks; returns once
-        COMMIT did. Deadlock and serialization losers are run again a few times."""
+        COMMIT did. Deadlock and serialization losers are run again a few times, and so is
+        a transaction whose BEGIN found its pooled connection gone (nothing was sent yet); a
+        connection lost after BEGIN is StorageUnavailable: the caller cannot know whether
+        the COMMIT landed, and retries the call (inserts dedupe by content)."""
         locked = sorted(set(namespaces))
         async with self._write_lock:
             with faults.mapped(self._url):
                 for attempt in range(1, WRITE_ATTEMPTS + 1):
+                    begun = False
                     try:
                         async with self._pool.acquire() as conn, conn.transaction():
+                            begun = True
                             writer = Writer(conn)
                             await writer.lock(locked)
                             result = await body(writer)
@@ -224,6 +241,9 @@ class PostgresStore:
                         return result
                     except faults.RETRYABLE_IN_TRANSACTION:
                         if attempt == WRITE_ATTEMPTS:
+                            raise
+                    except Exception as exc:
+                        if begun or attempt == WRITE_ATTEMPTS or not faults.lost(exc):
                             raise
                     await asyncio.sleep(random.uniform(0.005, 0.02) * 2 ** attempt)
         raise AssertionError("unreachable")  # pragma: no cover
