@@ -34,9 +34,9 @@ from pathlib import Path
 
 from mcp import Client, StdioServerParameters
 
+from benchmarks import places
 from benchmarks.corpus import Corpus
 from benchmarks.locomo import load, machine, percentile
-from benchmarks.places import BACKENDS, place
 from pma_mcp.budget import WordEstimate
 from pma_mcp.config import Settings
 from pma_mcp.models import Memory, MemoryType
@@ -182,19 +182,14 @@ async def main() -> None:
     parser.add_argument("--passes", type=int, default=3, help="passes over the queries")
     parser.add_argument("--db", type=Path, default=None,
                         help="keep the SQLite store at this path; reuse it if it exists")
-    parser.add_argument("--backend", choices=(*BACKENDS, "both"), default="sqlite",
-                        help="the store's backend (both: one after the other, same queries)")
-    parser.add_argument("--database-url", default=None, metavar="URL",
-                        help="PostgreSQL server (default: PMA_TEST_POSTGRES_URL); a fresh "
-                        "schema per run")
+    places.add_arguments(parser)
     args = parser.parse_args()
     print(machine())
     texts = queries(args.size, args.data, args.queries)
-    for backend in BACKENDS if args.backend == "both" else (args.backend,):
-        where = place(backend, args.database_url)
+    for where in places.places(args):
         with tempfile.TemporaryDirectory(prefix="pma-recall-") as tmp:
             async with where.settings(Path(tmp), "recall", namespace=NAMESPACE) as settings:
-                kept = args.db if args.db and backend == "sqlite" else settings.db_path
+                kept = args.db if args.db and where.backend == "sqlite" else settings.db_path
                 await measure(replace(settings, db_path=kept), where.label, args, texts)
 
 

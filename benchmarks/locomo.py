@@ -49,7 +49,7 @@ from typing import Any, Protocol
 
 from mcp import Client, StdioServerParameters
 
-from benchmarks.places import BACKENDS, Place, place
+from benchmarks.places import Place, add_arguments, places
 from pma_mcp.config import Settings, Weights, parse_weights
 from pma_mcp.service import MemoryService
 
@@ -551,11 +551,7 @@ async def main() -> None:
                         help="also replay sessions at their own dates and ask at offsets")
     parser.add_argument("--floors", action="store_true",
                         help="also measure the prompt hook's relevance floor")
-    parser.add_argument("--backend", choices=(*BACKENDS, "both"), default="sqlite",
-                        help="where ours stores (both: SQLite and PostgreSQL in one run)")
-    parser.add_argument("--database-url", default=None, metavar="URL",
-                        help="PostgreSQL server for --backend postgres/both (default: "
-                        "PMA_TEST_POSTGRES_URL); each store gets a fresh schema")
+    add_arguments(parser)
     parser.add_argument("--weights", default=None, metavar="S,I,R,A",
                         help="score weights for the time-true replay (as PMA_WEIGHTS)")
     args = parser.parse_args()
@@ -575,8 +571,7 @@ async def main() -> None:
           f"{n_questions} questions (categories 1-4); ours via {path}, limit {LIMIT}")
     print(machine())
 
-    wheres = [place(b, args.database_url)
-              for b in (BACKENDS if args.backend == "both" else (args.backend,))]
+    wheres = places(args)
     names = [OURS if i == 0 else f"{OURS} on {w.label}" for i, w in enumerate(wheres)]
     if len(wheres) > 1:
         print("backends: " + ", ".join(f"{n} = {w.label}" for n, w in zip(names, wheres,

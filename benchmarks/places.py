@@ -8,6 +8,7 @@ store gets its own schema (options=-csearch_path=...), dropped afterwards.
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import uuid
@@ -62,6 +63,21 @@ class Place:
         memories.sort(key=lambda m: m.seq)  # session neighbours follow insertion order
         async with await MemoryService.open(target) as dst:
             await dst.repo.insert_many(memories, skip_existing=False)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """--backend sqlite|postgres|both and --database-url."""
+    parser.add_argument("--backend", choices=(*BACKENDS, "both"), default="sqlite",
+                        help="the store's backend (both: SQLite, then PostgreSQL, one run)")
+    parser.add_argument("--database-url", default=None, metavar="URL",
+                        help="PostgreSQL server for --backend postgres/both (default: "
+                        "PMA_TEST_POSTGRES_URL); each store gets a fresh schema")
+
+
+def places(args: argparse.Namespace) -> list[Place]:
+    """The places --backend names, in order."""
+    chosen = BACKENDS if args.backend == "both" else (args.backend,)
+    return [place(b, args.database_url) for b in chosen]
 
 
 def place(backend: str, database_url: str | None) -> Place:
