@@ -287,6 +287,23 @@ async def test_insert_many_skips_or_refuses_existing(store: Store) -> None:
     await consistent(store)
 
 
+async def test_insert_many_joins_stored_sessions(store: Store) -> None:
+    """An import into sessions that already hold memories gives every memory the context it
+    would have had stored one by one (the consistency check recomputes it from scratch)."""
+    for i in range(5):
+        await store.insert(mem(f"stored turn {i} about walrus{i}", session="s", at=NOW + i))
+    batch = [mem(f"imported turn {i} about narwhal{i}", session=("s", "t", None)[i % 3],
+                 at=NOW + 10 + i, tags=("imp",) if i % 2 else ())
+             for i in range(12)]
+    batch.append(mem("stored turn 0 about walrus0", session="s"))  # already stored: skipped
+    batch.append(batch[0])  # twice in the batch: the second is skipped
+    assert await store.insert_many(batch, skip_existing=True) == 12
+    await consistent(store)
+    hits = await store.lexical_candidates("walrus4", Scope(namespaces=(NS,)), 10)
+    assert len(hits) == 5  # its own text; its two earlier and two new neighbours
+    assert len(await store.session_memories(NS, "s")) == 9
+
+
 async def test_namespaces_never_see_each_other(store: Store) -> None:
     mine, _ = await store.insert(mem("the staging password rotates weekly"))
     await store.insert(mem("the staging password rotates daily", namespace=OTHER))

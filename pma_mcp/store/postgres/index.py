@@ -107,6 +107,10 @@ class Writer:
                                     changed)
         self._term_df.clear()
 
+    def mark(self, seq: int) -> None:
+        """Rewrite `seq`'s postings from its vectors at `flush`."""
+        self._dirty.add(seq)
+
     async def fetch_one(self, sql: str, *args: Any) -> Memory | None:
         row = await self.conn.fetchrow(sql, *args)
         return memory_of(row) if row is not None else None

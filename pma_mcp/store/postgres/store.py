@@ -55,7 +55,7 @@ from pma_mcp.store.base import (
     ScopeStats,
     TermStats,
 )
-from pma_mcp.store.postgres import faults, schema, search
+from pma_mcp.store.postgres import bulk, faults, schema, search
 from pma_mcp.store.postgres import url as urls
 from pma_mcp.store.postgres.index import (
     COLUMNS,
@@ -292,24 +292,9 @@ class PostgresStore:
         progress: Callable[[int], None] | None = None,
     ) -> int:
         async def body(w: Writer) -> int:
-            stored = 0
-            for done, memory in enumerate(memories, 1):
-                if progress is not None:
-                    progress(done)
-                clash = await w.fetch_one(
-                    f"SELECT {COLUMNS} FROM memories WHERE id = $1 "
-                    "OR (namespace = $2 AND content_hash = $3)",
-                    memory.id, memory.namespace, memory.content_hash)
-                if clash is not None:
-                    if skip_existing:
-                        continue
-                    raise StorageError(
-                        f"record {done}: memory {memory.id} already exists (or its content "
-                        f"does, as {clash.id}); use --skip-existing to leave existing memories "
-                        "alone")
-                await w.insert_row(memory, "imported")
-                stored += 1
-            return stored
+            chosen = await bulk.accepted(w, memories, skip_existing, progress)
+            await bulk.insert(w, chosen, "imported")
+            return len(chosen)
 
         return await self._transact({m.namespace for m in memories}, body)
 
