@@ -520,32 +520,31 @@ class PostgresStore:
             "SELECT 1 FROM memories WHERE namespace = $1 AND content_hash = $2",
             namespace, content_hash) is not None
 
-    async def term_stats(self, terms: Sequence[str]) -> TermStats:
-        """Store-wide memories and own-content document counts (the row budget's input)."""
-        total = await self._fetchval("SELECT coalesce(sum(docs), 0) FROM namespace_stats")
-        own = dict.fromkeys(terms, 0)
-        if terms:
-            for row in await self._fetch("SELECT term, df FROM term_df WHERE term = ANY($1)",
-                                         list(terms)):
-                own[row["term"]] = int(row["df"])
-        return lexical.term_stats(int(total), own)
-
-    async def scope_stats(self, terms: Sequence[str], namespaces: Sequence[str]) -> ScopeStats:
-        """Memories, their total length and per term how many hold it in their own text,
-        summed over `namespaces` only."""
-        row = await self._fetchrow(
-            "SELECT coalesce(sum(docs), 0) AS docs, coalesce(sum(length), 0) AS length "
-            "FROM namespace_stats WHERE namespace = ANY($1::text[])", list(namespaces))
-        docs, length = (int(row["docs"]), int(row["length"])) if row else (0, 0)
-        freq = dict.fromkeys(terms, 0)
-        if terms:
-            for r in await self._fetch(
-                "SELECT term, sum(df) AS df FROM namespace_terms "
-                "WHERE namespace = ANY($1::text[]) AND term = ANY($2::text[]) GROUP BY term",
-                list(namespaces), list(terms),
-            ):
-                freq[r["term"]] = int(r["df"])
-        return ScopeStats(docs, length, freq)
+    async def statistics(
+        self, terms: Sequence[str], namespaces: Sequence[str]
+    ) -> tuple[TermStats, ScopeStats]:
+        """In one round trip: store-wide memories and own-content document count per term
+        (the row budget's input), and the same summed over `namespaces` only, with their
+        total length (the scores' input)."""
+        rows = await self._fetch(
+            "SELECT 'all' AS kind, NULL AS term, coalesce(sum(docs), 0) AS n, 0 AS length "
+            "FROM namespace_stats UNION ALL SELECT 'scope', NULL, coalesce(sum(docs), 0), "
+            "coalesce(sum(length), 0) FROM namespace_stats WHERE namespace = ANY($1::text[]) "
+            "UNION ALL SELECT 'all', term, df, 0 FROM term_df WHERE term = ANY($2::text[]) "
+            "UNION ALL SELECT 'scope', term, sum(df), 0 FROM namespace_terms "
+            "WHERE namespace = ANY($1::text[]) AND term = ANY($2::text[]) GROUP BY term",
+            list(namespaces), list(terms))
+        counts: dict[str, dict[str, int]] = {"all": dict.fromkeys(terms, 0),
+                                             "scope": dict.fromkeys(terms, 0)}
+        totals: dict[str, tuple[int, int]] = {}
+        for r in rows:
+            if r["term"] is None:
+                totals[r["kind"]] = (int(r["n"]), int(r["length"]))
+            else:
+                counts[r["kind"]][r["term"]] = int(r["n"])
+        docs, length = totals["scope"]
+        return (lexical.term_stats(totals["all"][0], counts["all"]),
+                ScopeStats(docs, length, counts["scope"]))
 
     async def _analyse(
         self, query: str, namespaces: Sequence[str]
@@ -553,8 +552,7 @@ class PostgresStore:
         terms = lexical.query_terms(query)
         if not terms:
             return None
-        return lexical.analysed(query, terms, await self.term_stats(list(terms)),
-                                await self.scope_stats(list(terms), namespaces))
+        return lexical.analysed(query, terms, *await self.statistics(list(terms), namespaces))
 
     async def lexical_candidates(self, query: str, scope: Scope, limit: int) -> list[Candidate]:
         """BM25 over postings picks the candidates (search.py); store.lexical scores them."""
@@ -615,7 +613,7 @@ class PostgresStore:
     async def namespace_doc_freq(
         self, namespace: str, terms: Sequence[str] | None = None
     ) -> tuple[int, dict[str, int]]:
-        stats = await self.scope_stats(terms or (), [namespace])
+        _, stats = await self.statistics(terms or (), [namespace])
         if terms is not None:
             return stats.docs, dict(stats.doc_freq)
         rows = await self._fetch("SELECT term, df FROM namespace_terms WHERE namespace = $1",
