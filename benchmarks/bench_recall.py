@@ -2,31 +2,24 @@
 stdio (the `recall` tool through the SDK client), limit 5.
 
     uv run python -m benchmarks.bench_recall [--size 100000] [--queries 200]
-        [--data locomo10.json] [--db PATH] [--backend sqlite,postgres] [--database-url URL]
-
---backend names the stores to measure, one after the other in the same run on the same
-memories and queries: sqlite (a file; --db keeps it) and postgres (--database-url's
-database, reused if it already holds the namespace; else PMA_TEST_POSTGRES_URL's server or
-the tests' throwaway cluster, in a fresh schema).
+        [--data locomo10.json] [--db PATH] [--backend sqlite|postgres|both] [--database-url URL]
 
 With --data the store holds conversational text: LoCoMo turns replicated into distinct
 sessions, each replica with about 15% of adjacent word pairs swapped, and the queries are LoCoMo
 questions (a replicated corpus is pessimistic: every query term matches every replica). Without
 it, the synthetic Zipf corpus of benchmarks.corpus and its queries. The store is one project
-namespace, bulk-inserted through the store's insert_many (the index, neighbour context and
-speakers are the real ones). Queries are timed one at a time after warm-up, in --passes passes
-over all of them; each recall counts an access, as in real use. Printed: pass 1 as measured, and
-each query's best pass (what the code costs when other load on the machine lets it run).
-Targets at p50: in-process ≤ 15 ms, over stdio ≤ 20 ms (SQLite at 100k); over stdio ≤ 30 ms
-on PostgreSQL at 1M.
+namespace, bulk-inserted through the store's insert_many (the full-text index or postings,
+neighbour context and speakers are the real ones). Queries are timed one at a time after
+warm-up, in --passes passes over all of them; each recall counts an access, as in real use.
+Printed: pass 1 as measured, and each query's best pass (what the code costs when other load on
+the machine lets it run).
+Targets at p50: in-process ≤ 15 ms, over stdio ≤ 20 ms.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
-import dataclasses
 import os
 import random
 import statistics
@@ -35,11 +28,13 @@ import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from mcp import Client, StdioServerParameters
 
+from benchmarks import places
 from benchmarks.corpus import Corpus
 from benchmarks.locomo import load, machine, percentile
 from pma_mcp.budget import WordEstimate
@@ -149,13 +144,13 @@ async def time_in_process(
 
 
 async def time_stdio(settings: Settings, texts: Sequence[str], passes: int) -> list[list[float]]:
-    home = settings.db_path.parent
-    env = {"PMA_DB_PATH": str(settings.db_path), "PMA_NAMESPACE": NAMESPACE,
-           "PMA_LOG_LEVEL": "WARNING", "HOME": str(home), "PATH": os.environ.get("PATH", "")}
+    db_path = settings.db_path
+    env = {"PMA_DB_PATH": str(db_path), "PMA_NAMESPACE": NAMESPACE, "PMA_LOG_LEVEL": "WARNING",
+           "HOME": str(db_path.parent), "PATH": os.environ.get("PATH", "")}
     if settings.database_url:
         env["PMA_DATABASE_URL"] = settings.database_url
     params = StdioServerParameters(command=sys.executable, args=["-m", "pma_mcp"], env=env,
-                                   cwd=str(home))
+                                   cwd=str(db_path.parent))
     async with Client(params, mode="legacy") as client:
 
         async def recall(q: str) -> object:
@@ -167,44 +162,14 @@ async def time_stdio(settings: Settings, texts: Sequence[str], passes: int) -> l
         return await timings(recall, texts, passes)
 
 
-def line(label: str, runs: Sequence[Sequence[float]]) -> str:
+def line(label: str, runs: Sequence[Sequence[float]], backend: str = "") -> str:
     """Pass 1 as measured, and each query's best pass (an estimate free of other load)."""
     first = runs[0]
     best = [min(times) for times in zip(*runs, strict=True)]
-    return (f"{label:<10} pass 1 p50 {statistics.median(first):5.2f} "
+    return (f"{backend}{label:<10} pass 1 p50 {statistics.median(first):5.2f} "
             f"p95 {percentile(first, 0.95):5.2f} ms | best of {len(runs)}: "
             f"p50 {statistics.median(best):5.2f} p95 {percentile(best, 0.95):5.2f} ms "
             f"| target p50 ≤ {TARGET_MS[label]:.0f} ms")
-
-
-async def measure(label: str, settings: Settings, args: argparse.Namespace,
-                  texts: Sequence[str]) -> None:
-    """Build the store unless it already holds the namespace, then time it both ways."""
-    kind = f"LoCoMo turns replicated ({args.data.name})" if args.data else "synthetic corpus"
-    t = time.perf_counter()
-    if await count(settings) > 0:
-        how = "reused"
-    else:
-        await build(settings, args.size, args.data)
-        how = f"built in {time.perf_counter() - t:.0f} s"
-    size = (f", {settings.db_path.stat().st_size / 1e6:.0f} MB" if settings.store_file
-            else "")
-    print(f"[{label}] store: {await count(settings):,} memories, {kind}{size}, {how}; "
-          f"{len(texts)} queries, limit {LIMIT}")
-    print(f"[{label}] " + line("in-process", await time_in_process(settings, texts, args.passes)))
-    print(f"[{label}] " + line("stdio", await time_stdio(settings, texts, args.passes)))
-
-
-@contextlib.contextmanager
-def postgres_store(url: str | None) -> Iterator[str]:
-    """`url` as given (kept), else a fresh schema on the tests' server (dropped after)."""
-    if url:
-        yield url
-        return
-    from tests import postgres  # the tests' throwaway cluster: a benchmark needs no setup
-
-    with postgres.server_url(durable=True) as server, postgres.fresh_schema(server) as fresh:
-        yield fresh
 
 
 async def main() -> None:
@@ -217,28 +182,34 @@ async def main() -> None:
     parser.add_argument("--passes", type=int, default=3, help="passes over the queries")
     parser.add_argument("--db", type=Path, default=None,
                         help="keep the SQLite store at this path; reuse it if it exists")
-    parser.add_argument("--backend", default="sqlite",
-                        help="comma-separated: sqlite, postgres (default sqlite)")
-    parser.add_argument("--database-url", default=os.environ.get("PMA_BENCH_DATABASE_URL"),
-                        help="PostgreSQL database to keep the store in (reused if filled)")
+    places.add_arguments(parser)
     args = parser.parse_args()
-    backends = [b.strip() for b in args.backend.split(",") if b.strip()]
-    if not backends or set(backends) - {"sqlite", "postgres"}:
-        parser.error("--backend takes sqlite, postgres or both")
     print(machine())
     texts = queries(args.size, args.data, args.queries)
-    with tempfile.TemporaryDirectory(prefix="pma-recall-") as tmp:
-        db_path = args.db or Path(tmp) / "recall.db"
-        for backend in backends:
-            settings = Settings(db_path=db_path, namespace=NAMESPACE)
-            if backend == "sqlite":
-                await measure("sqlite", settings, args, texts)
-                continue
-            with postgres_store(args.database_url) as url:
-                pg = dataclasses.replace(settings, db_path=Path(tmp) / "unused.db",
-                                         database_url=url)
-                await measure("postgres", pg, args, texts)
+    for where in places.places(args):
+        with tempfile.TemporaryDirectory(prefix="pma-recall-") as tmp:
+            async with where.settings(Path(tmp), "recall", namespace=NAMESPACE) as settings:
+                kept = args.db if args.db and where.backend == "sqlite" else settings.db_path
+                await measure(replace(settings, db_path=kept), where.label, args, texts)
 
+
+async def measure(settings: Settings, label: str, args: argparse.Namespace,
+                  texts: Sequence[str]) -> None:
+    """Build (or reuse) the store, then time in-process and stdio recall on it."""
+    kind = f"LoCoMo turns replicated ({args.data.name})" if args.data else "synthetic corpus"
+    t = time.perf_counter()
+    if settings.database_url is None and settings.db_path.exists():
+        how = "reused"
+    else:
+        await build(settings, args.size, args.data)
+        how = f"built in {time.perf_counter() - t:.0f} s"
+    size = ("" if settings.database_url else
+            f", {settings.db_path.stat().st_size / 1e6:.0f} MB")
+    print(f"{label} store: {await count(settings):,} memories, {kind}{size}, {how}; "
+          f"{len(texts)} queries, limit {LIMIT}")
+    prefix = f"{label:<11}"
+    print(line("in-process", await time_in_process(settings, texts, args.passes), prefix))
+    print(line("stdio", await time_stdio(settings, texts, args.passes), prefix))
 
 if __name__ == "__main__":
     asyncio.run(main())

@@ -42,7 +42,10 @@ class StorageError(PmaError):
 
 
 class StorageBusy(StorageError):
-    """Another writer held the store longer than this call would wait; retryable."""
+    """Another writer held what this call needed for too long, or a deadlock (retryable).
+
+    The call's transaction was rolled back; retrying it is safe.
+    """
 
 
 class StorageUnavailable(StorageError):

@@ -168,12 +168,15 @@ async def test_remember_returns_the_stored_memory(app: MCPServer[Any], mode: Mod
         assert again["deduplicated"] is True and again["id"] == data["id"]
 
 
-async def test_recall_ranks_with_breakdown_and_filters(app: MCPServer[Any], mode: Mode) -> None:
+async def test_recall_ranks_with_breakdown_and_filters(
+    app: MCPServer[Any], mode: Mode, settings: Settings
+) -> None:
+    glob = settings.global_namespace  # default, or on a shared database this person's own
     async with connect(app, mode) as client:
         wal = await remember(client, "We chose SQLite WAL mode for concurrent writers",
                              importance=0.9, tags=["db"])
         await remember(client, "The CI runs on GitHub Actions", tags=["ci"])
-        await remember(client, "Always answer in British English", namespace=GLOBAL_NAMESPACE,
+        await remember(client, "Always answer in British English", namespace=glob,
                        memory_type="semantic")
         data = await ok(client, "recall", {"query": "sqlite writers"})
         top = data["results"][0]
@@ -192,7 +195,7 @@ async def test_recall_ranks_with_breakdown_and_filters(app: MCPServer[Any], mode
         ci = await ok(client, "recall", {"query": "", "tags": ["ci"]})
         assert [r["content"] for r in ci["results"]] == ["The CI runs on GitHub Actions"]
         semantic = await ok(client, "recall", {"query": "", "memory_type": "semantic"})
-        assert [r["namespace"] for r in semantic["results"]] == [GLOBAL_NAMESPACE]
+        assert [r["namespace"] for r in semantic["results"]] == [glob]
         assert (await ok(client, "recall", {"query": "", "limit": 1}))["results"][0]
         assert (await ok(client, "recall", {"query": "kubernetes helm"}))["results"] == []
         strict = await ok(client, "recall", {"query": "sqlite", "min_score": 0.99})
@@ -290,7 +293,9 @@ async def test_gc_preview_is_what_gc_run_applies(
         assert (await ok(client, "gc_preview"))["to_keep"] == 2
 
 
-async def test_memory_stats_by_tier(app: MCPServer[Any], mode: Mode) -> None:
+async def test_memory_stats_by_tier(
+    app: MCPServer[Any], mode: Mode, settings: Settings
+) -> None:
     async with connect(app, mode) as client:
         await remember(client, "one two three", memory_type="semantic")
         await remember(client, "four five", memory_type="working")
@@ -300,8 +305,9 @@ async def test_memory_stats_by_tier(app: MCPServer[Any], mode: Mode) -> None:
         assert stats["by_tier"]["semantic"]["count"] == 1
         assert stats["total_tokens"] == sum(t["tokens"] for t in stats["by_tier"].values())
         assert 0 < stats["avg_composite_score"] <= 1
-        other = await ok(client, "memory_stats", {"namespace": "default"})
-        assert other["namespace"] == "default" and other["total"] == 0
+        glob = settings.global_namespace
+        other = await ok(client, "memory_stats", {"namespace": glob})
+        assert other["namespace"] == glob and other["total"] == 0
 
 
 async def test_related_finds_memories_by_entity(app: MCPServer[Any], mode: Mode) -> None:
@@ -544,7 +550,7 @@ def test_banner_names_namespace_and_database_and_hints_on_a_terminal(
     settings: Settings,
 ) -> None:
     quiet = banner(settings, tty=False)
-    assert quiet.count("\n") == 1 and PROJECT in quiet and str(settings.db_path) in quiet
+    assert quiet.count("\n") == 1 and PROJECT in quiet and settings.database in quiet
     loud = banner(settings, tty=True)
     assert loud.startswith(quiet) and "claude mcp add" in loud
 
@@ -565,3 +571,10 @@ def test_main_refuses_bad_configuration_with_one_line(
     out, err = capsys.readouterr()
     assert out == ""
     assert err.count("\n") == 1 and "PMA_STORAGE" in err and "Traceback" not in err
+
+
+def test_the_banner_never_shows_a_database_password() -> None:
+    settings = Settings(namespace=PROJECT,
+                        database_url="postgresql://alice:hunter2-pw@db.example:5432/memory")
+    text = banner(settings, tty=True)
+    assert "postgresql://alice@db.example:5432/memory" in text and "hunter2-pw" not in text

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pma_mcp.budget import WordEstimate
-from pma_mcp.config import GLOBAL_NAMESPACE, Settings
+from pma_mcp.config import Settings
 from pma_mcp.errors import Ambiguous, InvalidInput, NotFound
 from pma_mcp.models import MemoryType
 from pma_mcp.service import MemoryService
@@ -153,7 +153,8 @@ async def test_prefix_never_reaches_another_namespace(service: MemoryService) ->
 async def test_global_namespace_memories_are_visible_and_deletable_from_a_project(
     service: MemoryService,
 ) -> None:
-    rule = (await service.add("Always answer in English", namespace=GLOBAL_NAMESPACE)).memory
+    glob = service.settings.global_namespace  # on a shared database, this person's own
+    rule = (await service.add("Always answer in English", namespace=glob)).memory
     assert (await service.get(rule.id[:8])).id == rule.id
     results = await service.search("answer English")
     assert [r.memory.id for r in results] == [rule.id]

@@ -18,8 +18,8 @@ Layout notes:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
-import heapq
 import json
 import logging
 import math
@@ -59,7 +59,7 @@ from pma_mcp.models import (
     stored_epoch,
     to_datetime,
 )
-from pma_mcp.store import analysis, lexical
+from pma_mcp.store import analysis, lexical, ranked_read
 from pma_mcp.store.base import (
     CONTEXT_RADIUS,
     Candidate,
@@ -86,10 +86,6 @@ _COLUMNS = (
     "author"
 )
 _M_COLUMNS = ", ".join(f"m.{c.strip()}" for c in _COLUMNS.split(","))
-GC_RECENT_HOURS = 48.0
-"""Memories younger than this are read whole by `tier_facts_by_score` (recency can still lift
-them)."""
-_GC_PAGE = 1_024
 _STATIC_SCORE = (
     "(? * m.importance + ? * exp(-0.1 * max(0.0, (? - m.created_at) / 3600.0)) "
     "+ ? * min(ln(1 + m.access_count) / 10.0, 1.0))"
@@ -718,72 +714,49 @@ class SQLiteStore:
         at_least: float,
         archived_at_least: float,
     ) -> AsyncGenerator[TierFacts, None]:
-        """Current memories of `namespace` scoring at least `at_least` without a query, best
-        first (ties: newest first); archived ones only from `archived_at_least`. Read lazily,
-        so a caller that has seen enough stops early. The expression mirrors `scoring.score`
-        only to order rows inside SQLite; callers rescore with scoring.py.
-
-        No index can order by a score that moves with `now`, so the score is bounded instead:
-        a memory older than GC_RECENT_HOURS gets at most w_r·exp(−0.1·GC_RECENT_HOURS) from
-        recency, and none more from access than the namespace's most accessed memory (read
-        from the access_count index). The few younger memories are read whole (created_at
-        index); all the others in descending importance (its index), so each page bounds
-        what any unread one can score: w_i·importance + those two maxima. A memory is yielded
-        once nothing unread can outscore it. Rows come as TierFacts, read with the page that
-        bounds them from the memories_gc index alone (inspect feeds ~1,000 of them to
-        collector.Prediction at 100k).
-        """
-        score_sql = _STATIC_SCORE
+        """See store.ranked_read. The recent memories come from the created_at index, pages
+        from memories_gc, which holds every TierFacts column (inspect feeds ~1,000 of them to
+        collector.Prediction at 100k), the most accesses from the access_count index."""
         head = (weights.importance, weights.recency, now, weights.access)
-        recent_since = now - GC_RECENT_HOURS * 3600.0
         keep = "gc_score >= ? AND (m.memory_type != 'archived' OR gc_score >= ?)"
-        select = (f"SELECT {_TIER_COLUMNS_M}, {score_sql} AS gc_score FROM memories m "
+        select = (f"SELECT {_TIER_COLUMNS_M}, {_STATIC_SCORE} AS gc_score FROM memories m "
                   "INDEXED BY {index} WHERE m.namespace = ? AND m.superseded_by IS NULL ")
-        # (−score, −seq, row): best first, newest on a tie (seqs are unique: rows never compare)
-        heap: list[tuple[float, int, Any]] = []
-        recent = select.format(index="memories_created") + f"AND m.created_at >= ? AND {keep}"
+        since = ranked_read.recent_since(now)
+
+        def scored(r: Any) -> ranked_read.Scored[TierFacts]:
+            return ranked_read.Scored(float(r[-1]), int(r[0]), float(r[_TIER_IMPORTANCE]),
+                                      _tier_facts(r))
+
         async with self._conn.execute(
-            recent, (*head, namespace, recent_since, at_least, archived_at_least)
+            select.format(index="memories_created") + f"AND m.created_at >= ? AND {keep}",
+            (*head, namespace, since, at_least, archived_at_least),
         ) as cur:
-            heap.extend((-float(r[-1]), -int(r[0]), r) for r in await cur.fetchall())
-        heapq.heapify(heap)
+            recent = [scored(r) for r in await cur.fetchall()]
         async with self._conn.execute(
             "SELECT max(access_count) FROM memories INDEXED BY memories_accessed "
             "WHERE namespace = ?", (namespace,),
         ) as cur:
             most = await cur.fetchone()
-        most_accesses = int(most[0]) if most and most[0] is not None else 0
-        slack = (weights.recency * math.exp(-0.1 * GC_RECENT_HOURS)  # as _STATIC_SCORE
-                 + weights.access * min(math.log1p(max(most_accesses, 0)) / 10.0, 1.0))
         rest = (select.format(index="memories_gc")
                 + "AND m.created_at < ? AND m.importance >= ? {after} AND " + keep
                 + " ORDER BY m.importance DESC, m.seq DESC LIMIT ?")
-        # Below this importance no older memory can reach at_least.
-        lowest = ((at_least - slack) / weights.importance - 1e-9 if weights.importance > 0
-                  else -math.inf)
-        after: tuple[float, int] | None = None
-        bound = math.inf  # what an unread older memory can score at most
-        while True:
-            while heap and (-heap[0][0] > bound + 1e-9 or bound == -math.inf):
-                yield _tier_facts(heapq.heappop(heap)[2])
-            if bound == -math.inf:
-                return
+
+        async def page(
+            lowest: float, after: ranked_read.After
+        ) -> list[ranked_read.Scored[TierFacts]]:
             where = ("" if after is None
                      else "AND (m.importance < ? OR (m.importance = ? AND m.seq < ?))")
-            args = (*head, namespace, recent_since, lowest,
+            args = (*head, namespace, since, lowest,
                     *(() if after is None else (after[0], after[0], after[1])),
-                    at_least, archived_at_least, _GC_PAGE)
+                    at_least, archived_at_least, ranked_read.PAGE)
             async with self._conn.execute(rest.format(after=where), args) as cur:
-                page = list(await cur.fetchall())
-            for r in page:
-                heapq.heappush(heap, (-float(r[-1]), -int(r[0]), r))
-            if len(page) < _GC_PAGE:
-                bound = -math.inf
-            else:
-                after = (float(page[-1][_TIER_IMPORTANCE]), int(page[-1][0]))
-                bound = weights.importance * after[0] + slack
-                if bound < at_least:
-                    bound = -math.inf
+                return [scored(r) for r in await cur.fetchall()]
+
+        most_accesses = int(most[0]) if most and most[0] is not None else 0
+        async with contextlib.aclosing(ranked_read.best_first(
+                recent, most_accesses, weights, at_least, page)) as rows:
+            async for row in rows:
+                yield row
 
     async def namespace_memories(
         self,
