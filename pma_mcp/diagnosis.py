@@ -20,6 +20,9 @@ from pma_mcp.store.sqlite.schema import SCHEMA_VERSION
 async def store_findings(settings: Settings) -> tuple[list[Finding], int | None]:
     """DB path, file mode, schema, integrity, index — read-only: doctor never creates or
     migrates the store it is checking. Also returns how many memories the namespace holds."""
+    if settings.database_url:
+        return await _postgres_findings(settings.database_url, settings.database,
+                                        settings.namespace)
     if settings.storage == "memory":
         return [Finding("database", "warn", "PMA_STORAGE=memory: nothing is kept after "
                         "the process exits", "unset PMA_STORAGE to keep memories on disk")], None
@@ -37,6 +40,38 @@ async def store_findings(settings: Settings) -> tuple[list[Finding], int | None]
         return findings, None
     store, count = await _sqlite_findings(path, settings.namespace)
     return findings + store, count
+
+
+async def _postgres_findings(
+    url: str, shown: str, namespace: str
+) -> tuple[list[Finding], int | None]:
+    """Connection, schema, index of a PostgreSQL store; `shown` is the URL without password."""
+    from pma_mcp.store.postgres import schema  # asyncpg only when the store is PostgreSQL
+    from pma_mcp.store.postgres.store import PostgresStore
+
+    try:
+        repo = await PostgresStore.open_existing(url)
+        version = await repo.schema_version()
+    except StorageError as exc:
+        return [Finding("database", "fail", str(exc),
+                        "check that the server runs and PMA_DATABASE_URL names it; give the "
+                        "password with PGPASSWORD or ~/.pgpass, not in the URL")], None
+    try:
+        findings = [Finding("database", "ok", f"PostgreSQL at {shown}"),
+                    _schema_finding(version, schema.SCHEMA_VERSION)]
+        if version == 0 or version > schema.SCHEMA_VERSION:
+            return findings, None
+        findings.append(Finding("integrity", "ok", "the server checks its own pages "
+                                "(checksums, WAL); nothing to check from here"))
+        if version < schema.SCHEMA_VERSION:
+            return findings, None
+        findings.append(await _index_finding(repo, shown))
+        return findings, await repo.count(namespace)
+    except StorageError as exc:
+        return [*findings, Finding("database", "fail", str(exc), "retry; if it persists, "
+                                   "check the server's log")], None
+    finally:
+        await repo.close()
 
 
 def _missing_db(path: Path) -> Finding:
@@ -131,7 +166,7 @@ async def _integrity_finding(repo: Store, path: Path) -> Finding:
                    "damaged file is kept beside the new one)")
 
 
-async def _index_finding(repo: Store, path: Path) -> Finding:
+async def _index_finding(repo: Store, path: Path | str) -> Finding:
     c = await repo.check_consistency()
     if c.ok:
         return Finding("index", "ok", f"{c.memories:,} memories, {c.fts_rows:,} full-text rows, "
@@ -139,8 +174,13 @@ async def _index_finding(repo: Store, path: Path) -> Finding:
     problems = [f"{len(c.missing_in_fts)} not in the full-text index",
                 f"{len(c.orphaned_fts)} orphaned index rows",
                 f"{len(c.mismatched)} with stale index or labels"]
+    if isinstance(path, str):  # a PostgreSQL store: copy it into a fresh schema
+        fix = (f"rebuild: `{launch.cli('migrate', '--to', 'postgresql://…/db?options=-csearch_path%3Dfresh')}`"
+               ", then point PMA_DATABASE_URL at the copy")
+    else:
+        fix = (f"rebuild: `{launch.cli('export', '--all', '-o', 'backup.json')}`, move {path} "
+               f"aside, `{launch.cli('import', 'backup.json')}`")
     return Finding("index", "fail", "out of step with the memories: " + ", ".join(problems),
-                   f"rebuild: `{launch.cli('export', '--all', '-o', 'backup.json')}`, move "
-                   f"{path} aside, `{launch.cli('import', 'backup.json')}`")
+                   fix)
 
 

@@ -151,3 +151,18 @@ def test_the_command_copies_and_reports(source: Settings, tmp_path: Path) -> Non
     assert again.returncode == 1
     assert "already holds 15 memories; pass --merge" in again.stderr
     assert len(again.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.postgres
+async def test_a_store_goes_to_postgresql_and_back_unchanged(
+    source: Settings, tmp_path: Path, postgres_url: str
+) -> None:
+    """SQLite → PostgreSQL → SQLite: every memory, lineage event and session record kept,
+    and the same search results on each."""
+    to_pg = await migrate.migrate(source, postgres_url, states=tmp_path / "state")
+    shared = migrate.target_settings(source, postgres_url)
+    assert to_pg.memories_copied == 15 and to_pg.target == shared.database
+    assert await snapshot(shared) == await snapshot(source)
+    back = tmp_path / "back.db"
+    await migrate.migrate(shared, str(back), states=tmp_path / "state")
+    assert await snapshot(migrate.target_settings(source, str(back))) == await snapshot(source)

@@ -194,6 +194,20 @@ class PostgresStore:
             raise
         return store
 
+    @classmethod
+    async def open_existing(cls, url: str) -> PostgresStore:
+        """Connect without creating or migrating anything (doctor): one connection."""
+        with faults.mapped(url):
+            try:
+                pool = await asyncpg.create_pool(
+                    url, min_size=1, max_size=1,
+                    server_settings={"application_name": urls.query_value(
+                        url, "application_name") or APPLICATION_NAME})
+            except ValueError as exc:
+                raise StorageError(f"cannot use database URL {urls.location(url)}: "
+                                   f"{urls.redact(str(exc), url)}") from None
+        return cls(pool, url)
+
     async def close(self) -> None:
         with faults.mapped(self._url):
             await self._pool.close()

@@ -1,0 +1,66 @@
+"""`pma-mcp doctor` on a PostgreSQL store: read-only, honest, and never shows the password."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pma_mcp.budget import WordEstimate
+from pma_mcp.config import Settings
+from pma_mcp.service import MemoryService
+
+pytestmark = pytest.mark.postgres
+
+PROJECT = "/home/dev/acme-api"
+
+
+def doctor(url: str, home: Path) -> tuple[int, dict[str, Any], str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PMA_", "CLAUDE_"))}
+    env.update({"PMA_DATABASE_URL": url, "PMA_NAMESPACE": PROJECT, "HOME": str(home),
+                "PMA_DB_PATH": str(home / "unused.db")})
+    home.mkdir(exist_ok=True)
+    proc = subprocess.run([sys.executable, "-m", "pma_mcp", "doctor", "--json"], env=env,
+                          cwd=home, capture_output=True, text=True, check=False)
+    return proc.returncode, json.loads(proc.stdout), proc.stderr
+
+
+def finding(report: dict[str, Any], check: str) -> dict[str, Any]:
+    found: list[dict[str, Any]] = [f for f in report["findings"] if f["check"] == check]
+    assert len(found) == 1, report
+    return found[0]
+
+
+async def test_doctor_checks_a_store_without_creating_one(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    code, report, _ = doctor(postgres_url, tmp_path / "home")
+    assert code == 0, report
+    assert "schema is created on first use" in finding(report, "schema")["detail"]
+    async with await MemoryService.open(Settings(db_path=tmp_path / "x.db", namespace=PROJECT,
+                                                 database_url=postgres_url),
+                                        counter=WordEstimate()) as service:
+        await service.add("The staging database is on port 5433")
+    code, report, _ = doctor(postgres_url, tmp_path / "home")
+    assert code == 0, report
+    assert finding(report, "schema")["status"] == "ok"
+    assert finding(report, "index")["status"] == "ok"
+    assert finding(report, "database")["detail"].startswith("PostgreSQL at postgresql://")
+
+
+def test_an_unreachable_server_is_a_failure_with_a_fix_and_no_password(tmp_path: Path) -> None:
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"postgresql://alice:pw-hunter2@127.0.0.1:{port}/memory"
+    code, report, stderr = doctor(url, tmp_path / "home")
+    assert code == 1
+    db = finding(report, "database")
+    assert db["status"] == "fail" and "PGPASSWORD" in db["fix"]
+    assert "pw-hunter2" not in json.dumps(report) + stderr
