@@ -1,6 +1,11 @@
 """Whole-process latency of the Claude Code hooks, beside a seed-style hook in the same run.
 
     uv run python benchmarks/bench_hooks.py [--sizes 10000 100000] [--runs 40]
+        [--backend sqlite|postgres|both] [--database-url URL]
+
+With --backend postgres (or both) our hooks run against a PostgreSQL store holding the same
+memories (a fresh schema, see benchmarks/places.py); the seed-style baseline always reads its
+SQLite copy, as the seed did.
 
 For each store size it builds one database of realistic developer-conversation memories (bulk
 insert through the repository, so the FTS index and labels are real), copies it for the
@@ -35,7 +40,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks.corpus import store
+from benchmarks import places
+from benchmarks.corpus import store, store_in
 from pma_mcp.budget import WordEstimate
 from pma_mcp.models import Memory, MemoryType
 from pma_mcp.transfer import content_hash
@@ -269,12 +275,28 @@ def hook_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "pma_mcp"]
 
 
-def bench_size(n: int, runs: int, work: Path) -> list[tuple[str, int, Timing, Timing, str]]:
-    ours_db, seed_db = work / f"ours-{n}.db", work / f"seed-{n}.db"
+async def build_in(place: places.Place, work: Path, n: int) -> tuple[Path, str | None]:
+    """Our store of `n` memories at `place` (its SQLite file, and the PostgreSQL URL if the
+    store lives there), and the seed's SQLite copy of the same memories."""
+    seed_db = work / f"seed-{n}.db"
+    await build(seed_db, n)
+    if place.backend == "sqlite":
+        ours_db = work / f"ours-{n}.db"
+        shutil.copy(seed_db, ours_db)
+        return ours_db, None
+    settings = await place.keep(work, f"hooks_{n}")
+    await store_in(settings, memories(n, random.Random(n), time.time()), BATCH)
+    return settings.db_path, settings.database_url
+
+
+def bench_size(
+    n: int, runs: int, work: Path, place: places.Place
+) -> list[tuple[str, int, Timing, Timing, str]]:
+    seed_db = work / f"seed-{n}.db"
     started = time.perf_counter()
-    asyncio.run(build(ours_db, n))
-    shutil.copy(ours_db, seed_db)
-    print(f"built {n:,} memories in {time.perf_counter() - started:.1f} s", flush=True)
+    ours_db, url = asyncio.run(build_in(place, work, n))
+    print(f"[{place.label}] built {n:,} memories in {time.perf_counter() - started:.1f} s",
+          flush=True)
     seed_prompt, seed_stop = work / "seed_prompt.py", work / "seed_stop.py"
     seed_prompt.write_text(SEED_PROMPT)
     seed_stop.write_text(SEED_STOP)
@@ -283,6 +305,8 @@ def bench_size(n: int, runs: int, work: Path) -> list[tuple[str, int, Timing, Ti
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PMA_", "CLAUDE_")) and k != "PYTHONDONTWRITEBYTECODE"}
     env["PMA_DB_PATH"] = str(ours_db)
+    if url:
+        env["PMA_DATABASE_URL"] = url
     rng = random.Random(1)
     results = []
     seed_runs = max(5, runs // 4) if n >= 100_000 else runs
@@ -326,21 +350,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--runs", type=int, default=40)
+    places.add_arguments(parser)
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory(prefix="pma-bench-hooks-") as tmp:
-        for n in args.sizes:
-            rows.extend(bench_size(n, args.runs, Path(tmp)))
-    print(f"\n{'hook':<20}{'memories':>9}{'p50':>6}{'p95':>6}{'cpu50':>7}  |{'seed p50':>9}"
+        try:
+            for place in places.places(args):
+                for n in args.sizes:
+                    for event, size, ours, seed, note in bench_size(n, args.runs, Path(tmp),
+                                                                    place):
+                        rows.append((f"{event} [{place.backend}]", size, ours, seed, note))
+        finally:
+            asyncio.run(places.drop_kept())
+    print(f"\n{'hook':<31}{'memories':>9}{'p50':>6}{'p95':>6}{'cpu50':>7}  |{'seed p50':>9}"
           f"{'p95':>6}{'cpu50':>7}  |{'ratio p50':>10}  target (wall ms)")
     for event, n, ours, seed, note in rows:
-        target = TARGETS_MS.get((event, n))
+        target = TARGETS_MS.get((event.split(" [")[0], n))
         verdict = "" if target is None else (
             f"p50 ≤ {target}: {'met' if ours.p50 <= target else 'MISSED'}")
-        print(f"{event:<20}{n:>9,}{ours.p50:>6.0f}{ours.p95:>6.0f}{ours.cpu50:>7.0f}  |"
+        print(f"{event:<31}{n:>9,}{ours.p50:>6.0f}{ours.p95:>6.0f}{ours.cpu50:>7.0f}  |"
               f"{seed.p50:>9.0f}{seed.p95:>6.0f}{seed.cpu50:>7.0f}  |{seed.p50 / ours.p50:>9.1f}x"
               f"  {verdict}")
-        print(f"{'':<20}{note}; {len(ours.wall)} runs, seed-style {len(seed.wall)} runs")
+        print(f"{'':<31}{note}; {len(ours.wall)} runs, seed-style {len(seed.wall)} runs")
     load = os.getloadavg()
     print(f"\nwall/cpu in ms; {os.cpu_count()} CPUs, load average {load[0]:.1f} {load[1]:.1f} "
           f"{load[2]:.1f} at the end (other processes inflate wall time, not cpu)")

@@ -10,10 +10,12 @@ import random
 import uuid
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 from pma_mcp.budget import WordEstimate
+from pma_mcp.config import Settings
 from pma_mcp.models import Memory, MemoryType
-from pma_mcp.store.sqlite.repository import SQLiteStore
+from pma_mcp.store import open_store
 from pma_mcp.transfer import content_hash
 
 VOCABULARY = 20_000
@@ -37,9 +39,15 @@ BATCH = 5_000
 
 
 async def store(path: str, memories: Iterable[Memory], batch_size: int = BATCH) -> None:
-    """Bulk-insert `memories` into the store at `path`, `batch_size` per transaction (the real
-    index, neighbour context and term counts; repeated content is skipped)."""
-    repo = await SQLiteStore.open(path)
+    """Bulk-insert `memories` into the SQLite store at `path` (see `store_in`)."""
+    await store_in(Settings(db_path=Path(path)), memories, batch_size)
+
+
+async def store_in(settings: Settings, memories: Iterable[Memory],
+                   batch_size: int = BATCH) -> None:
+    """Bulk-insert `memories` into the store `settings` open, `batch_size` per transaction
+    (the real index, neighbour context and term counts; repeated content is skipped)."""
+    repo = await open_store(settings)
     try:
         batch: list[Memory] = []
         for memory in memories:

@@ -46,14 +46,30 @@ class Place:
             yield base
             return
         assert self.server is not None
-        schema = f"bench_{name.replace('-', '_')}_{uuid.uuid4().hex[:8]}"
-        await _execute(self.server, f"CREATE SCHEMA {schema}")
-        joiner = "&" if "?" in self.server else "?"
+        schema, url = await self._new_schema(name)
         try:
-            url = f"{self.server}{joiner}options=-csearch_path%3D{schema}"
             yield replace(base, database_url=url)
         finally:
             await _execute(self.server, f"DROP SCHEMA {schema} CASCADE")
+
+    async def _new_schema(self, name: str) -> tuple[str, str]:
+        """A new empty schema on the server, and the URL whose connections use it."""
+        assert self.server is not None
+        schema = f"bench_{name.replace('-', '_')}_{uuid.uuid4().hex[:8]}"
+        await _execute(self.server, f"CREATE SCHEMA {schema}")
+        joiner = "&" if "?" in self.server else "?"
+        return schema, f"{self.server}{joiner}options=-csearch_path%3D{schema}"
+
+    async def keep(self, workdir: Path, name: str, **fields: object) -> Settings:
+        """Like `settings`, for a store that outlives a `with` (a subprocess benchmark's);
+        `drop_kept()` removes every such schema at the end."""
+        base = Settings(db_path=workdir / f"{name}.db", **fields)  # type: ignore[arg-type]
+        if self.backend == "sqlite":
+            return base
+        assert self.server is not None
+        schema, url = await self._new_schema(name)
+        _KEPT.append((self.server, schema))
+        return replace(base, database_url=url)
 
     async def copy(self, source: Settings, target: Settings) -> None:
         """Make the (empty) store `target` a copy of `source`'s memories."""
@@ -89,6 +105,16 @@ def place(backend: str, database_url: str | None) -> Place:
         return Place("sqlite")
     server = database_url or os.environ.get("PMA_TEST_POSTGRES_URL") or _throwaway_server()
     return Place("postgres", server)
+
+
+_KEPT: list[tuple[str, str]] = []
+
+
+async def drop_kept() -> None:
+    """Drop the schemas `Place.keep` made."""
+    while _KEPT:
+        server, schema = _KEPT.pop()
+        await _execute(server, f"DROP SCHEMA {schema} CASCADE")
 
 
 _CLUSTERS = contextlib.ExitStack()
