@@ -1,4 +1,5 @@
-"""`pma-mcp doctor` on a PostgreSQL store: read-only, honest, and never shows the password."""
+"""The CLI and hooks on a PostgreSQL store: doctor is read-only and honest, a hook never
+breaks the session when the server is down, and no password is ever shown."""
 
 from __future__ import annotations
 
@@ -64,3 +65,33 @@ def test_an_unreachable_server_is_a_failure_with_a_fix_and_no_password(tmp_path:
     db = finding(report, "database")
     assert db["status"] == "fail" and "PGPASSWORD" in db["fix"]
     assert "pw-hunter2" not in json.dumps(report) + stderr
+
+
+@pytest.mark.parametrize("event", ["user-prompt-submit", "stop", "session-start"])
+def test_a_hook_with_the_server_down_leaves_the_session_alone(
+    tmp_path: Path, event: str
+) -> None:
+    """Exit 0, nothing on stdout, at most one stderr line, no password: the prompt goes on
+    without memories."""
+    from tests.test_hooks import Transcript, assert_quiet, prompt_input, stop_input
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    transcript = Transcript(tmp_path / "t.jsonl")
+    transcript.exchange("Why does the nightly export job time out?", "It waits on a lock.")
+    transcript.write()
+    payload = {"user-prompt-submit": prompt_input("Why does the export job time out?"),
+               "stop": stop_input(transcript.path),
+               "session-start": {"session_id": "s", "transcript_path": str(transcript.path),
+                                 "cwd": PROJECT, "hook_event_name": "SessionStart",
+                                 "source": "startup"}}[event]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PMA_", "CLAUDE_"))}
+    env.update({"PMA_DATABASE_URL": f"postgresql://alice:pw-hunter2@127.0.0.1:{port}/m",
+                "HOME": str(tmp_path), "PMA_DB_PATH": str(tmp_path / "unused.db")})
+    proc = subprocess.run([sys.executable, "-m", "pma_mcp", "hook", event],
+                          input=json.dumps(payload).encode(), env=env, capture_output=True,
+                          check=False)
+    assert_quiet(proc)
+    assert b"pw-hunter2" not in proc.stderr
+    assert not (tmp_path / "unused.db").exists()
