@@ -2,6 +2,7 @@
 
     uv run --group bench python -m benchmarks.locomo --data locomo10.json [--via-stdio]
         [--limit-conversations N] [--time-true] [--weights S,I,R,A]
+        [--backend sqlite|postgres|both] [--database-url URL]
 
 Every turn of every conversation is stored through the public path, in order: content
 "<speaker>: <text>", one session id per LoCoMo session, metadata {dia_id, session_date}, one
@@ -34,7 +35,6 @@ import asyncio
 import json
 import os
 import platform
-import shutil
 import sqlite3
 import statistics
 import sys
@@ -49,10 +49,12 @@ from typing import Any, Protocol
 
 from mcp import Client, StdioServerParameters
 
+from benchmarks.places import Place, add_arguments, places
 from pma_mcp.config import Settings, Weights, parse_weights
 from pma_mcp.service import MemoryService
 
 LIMIT = 10
+SQLITE = Place("sqlite")
 KS = (1, 5, 10)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 OURS = "pma-mcp recall"
@@ -276,18 +278,30 @@ class StdioBackend:
 
 
 @asynccontextmanager
-async def open_backend(via_stdio: bool, workdir: Path) -> AsyncIterator[Backend]:
-    db_path = workdir / "locomo.db"
+async def open_backend(
+    via_stdio: bool, workdir: Path, where: Place
+) -> AsyncIterator[Backend]:
+    async with where.settings(workdir, "locomo", namespace="locomo") as settings, \
+            _open_backend(via_stdio, workdir, settings) as backend:
+        yield backend
+
+
+@asynccontextmanager
+async def _open_backend(
+    via_stdio: bool, workdir: Path, settings: Settings
+) -> AsyncIterator[Backend]:
     if via_stdio:
-        env = {"PMA_DB_PATH": str(db_path), "PMA_NAMESPACE": "locomo", "HOME": str(workdir),
+        env = {"PMA_DB_PATH": str(settings.db_path), "PMA_NAMESPACE": "locomo",
+               "HOME": str(workdir),
                "PMA_READ_NAMESPACES": "locomo/*",  # one namespace per conversation
                "PMA_LOG_LEVEL": "WARNING", "PATH": os.environ.get("PATH", "")}
+        if settings.database_url:
+            env["PMA_DATABASE_URL"] = settings.database_url
         params = StdioServerParameters(command=sys.executable, args=["-m", "pma_mcp"],
                                        env=env, cwd=str(workdir))
         async with Client(params, mode="legacy") as client:
             yield StdioBackend(client)
     else:
-        settings = Settings(db_path=db_path, namespace="locomo")
         async with await MemoryService.open(settings) as service:
             yield ServiceBackend(service)
 
@@ -299,10 +313,12 @@ class OursRun:
     recall_ms: list[float]
 
 
-async def run_ours(convs: Sequence[Conversation], via_stdio: bool) -> OursRun:
+async def run_ours(
+    convs: Sequence[Conversation], via_stdio: bool, where: Place = SQLITE
+) -> OursRun:
     """Store every conversation, then ask every question (FTS statistics are store-wide)."""
     with tempfile.TemporaryDirectory(prefix="pma-locomo-") as tmp:
-        async with open_backend(via_stdio, Path(tmp)) as backend:
+        async with open_backend(via_stdio, Path(tmp), where) as backend:
             start = time.perf_counter()
             for conv in convs:
                 for turn in conv.turns:
@@ -379,39 +395,46 @@ class TimeTrueRun:
 
 
 async def run_time_true(
-    convs: Sequence[Conversation], weights: Weights | None = None
+    convs: Sequence[Conversation], weights: Weights | None = None, where: Place = SQLITE
 ) -> TimeTrueRun:
     """Replay at real dates into one store, then ask at each offset on a copy of it."""
     weights = weights or Weights()
     with tempfile.TemporaryDirectory(prefix="pma-locomo-tt-") as tmp:
-        base = Path(tmp) / "replay.db"
-        clock = Clock()
-        settings = Settings(db_path=base, namespace="locomo", weights=weights)
-        actions: dict[str, int] = {}
-        surviving: set[str] = set()
-        async with await MemoryService.open(settings, clock=clock,
-                                            merge_near_duplicates=False) as service:
-            for conv in convs:
-                for action, n in (await store_time_true(service, clock, conv)).items():
-                    actions[action] = actions.get(action, 0) + n
-            for conv in convs:
-                kept = await service.repo.namespace_memories(conv.namespace)
-                surviving |= {f"{conv.sample_id}/{m.metadata.get('dia_id')}" for m in kept}
-        evidence = {f"{c.sample_id}/{e}" for c in convs for q in c.questions for e in q.evidence}
-        rankings: dict[str, dict[str, list[list[str]]]] = {}
-        for label, offset in OFFSETS:
-            copy = Path(tmp) / f"ask-{offset:.0f}.db"
-            shutil.copyfile(base, copy)
-            per_conv = rankings.setdefault(label, {})
-            async with await MemoryService.open(
-                Settings(db_path=copy, namespace="locomo", weights=weights), clock=clock,
-            ) as service:
+        async with where.settings(Path(tmp), "replay", namespace="locomo",
+                                  weights=weights) as settings:
+            return await _time_true(convs, where, settings, Path(tmp))
+
+
+async def _time_true(
+    convs: Sequence[Conversation], where: Place, settings: Settings, tmp: Path
+) -> TimeTrueRun:
+    """The replay into `settings`' store, then one copy per offset asked there."""
+    clock = Clock()
+    actions: dict[str, int] = {}
+    surviving: set[str] = set()
+    async with await MemoryService.open(settings, clock=clock,
+                                        merge_near_duplicates=False) as service:
+        for conv in convs:
+            for action, n in (await store_time_true(service, clock, conv)).items():
+                actions[action] = actions.get(action, 0) + n
+        for conv in convs:
+            kept = await service.repo.namespace_memories(conv.namespace)
+            surviving |= {f"{conv.sample_id}/{m.metadata.get('dia_id')}" for m in kept}
+    evidence = {f"{c.sample_id}/{e}" for c in convs for q in c.questions for e in q.evidence}
+    rankings: dict[str, dict[str, list[list[str]]]] = {}
+    for label, offset in OFFSETS:
+        per_conv = rankings.setdefault(label, {})
+        async with where.settings(tmp, f"ask-{offset:.0f}", namespace="locomo",
+                                  weights=settings.weights) as copy:
+            await where.copy(settings, copy)
+            async with await MemoryService.open(copy, clock=clock) as service:
                 backend = ServiceBackend(service)
                 for conv in convs:
                     clock.now = turn_times(conv)[-1] + offset
                     per_conv[conv.sample_id] = [await backend.recall(conv, q.text)
                                                 for q in conv.questions]
-            copy.unlink()
+            if not copy.database_url:
+                Path(copy.database).unlink()
     return TimeTrueRun(rankings, actions, len(evidence & surviving), len(evidence))
 
 
@@ -528,6 +551,7 @@ async def main() -> None:
                         help="also replay sessions at their own dates and ask at offsets")
     parser.add_argument("--floors", action="store_true",
                         help="also measure the prompt hook's relevance floor")
+    add_arguments(parser)
     parser.add_argument("--weights", default=None, metavar="S,I,R,A",
                         help="score weights for the time-true replay (as PMA_WEIGHTS)")
     args = parser.parse_args()
@@ -547,33 +571,42 @@ async def main() -> None:
           f"{n_questions} questions (categories 1-4); ours via {path}, limit {LIMIT}")
     print(machine())
 
-    ours = await run_ours(convs, args.via_stdio)
+    wheres = places(args)
+    names = [OURS if i == 0 else f"{OURS} on {w.label}" for i, w in enumerate(wheres)]
+    if len(wheres) > 1:
+        print("backends: " + ", ".join(f"{n} = {w.label}" for n, w in zip(names, wheres,
+                                                                          strict=True)))
+    runs = [await run_ours(convs, args.via_stdio, w) for w in wheres]
     t = time.perf_counter()
     seed = run_baseline(convs, seed_ranker)
     bm25 = run_baseline(convs, bm25_ranker)
     baselines = time.perf_counter() - t
-    results = {OURS: score(convs, ours.rankings), SEED: score(convs, seed),
-               BM25: score(convs, bm25)}
+    results = {name: score(convs, run.rankings) for name, run in zip(names, runs, strict=True)}
+    results |= {SEED: score(convs, seed), BM25: score(convs, bm25)}
     print("one instant (every turn stored as fast as it goes, questions asked at once):")
     for line in report(results):
         print(line.rstrip())
     if args.time_true:
         t = time.perf_counter()
         weights = parse_weights(args.weights) if args.weights else None
-        replay = await run_time_true(convs, weights)
-        print(f"time-true (sessions at their own dates, GC after each session, "
-              f"in-process, {time.perf_counter() - t:.1f} s):")
-        for line in time_true_report(replay, convs, {SEED: results[SEED],
-                                                     BM25: results[BM25]}):
-            print(line.rstrip())
+        for where in wheres:
+            t = time.perf_counter()
+            replay = await run_time_true(convs, weights, where)
+            print(f"time-true on {where.label} (sessions at their own dates, GC after each "
+                  f"session, in-process, {time.perf_counter() - t:.1f} s):")
+            for line in time_true_report(replay, convs, {SEED: results[SEED],
+                                                         BM25: results[BM25]}):
+                print(line.rstrip())
     if args.floors:
         print("prompt hook relevance floor (semantic_similarity):")
         for line in await floor_report(convs):
             print(line)
-    print(f"time: store {ours.store_seconds:.1f} s ({ours.store_seconds / n_turns * 1000:.2f} "
-          f"ms/turn), recall p50 {statistics.median(ours.recall_ms):.2f} ms "
-          f"p95 {percentile(ours.recall_ms, 0.95):.2f} ms, baselines {baselines:.1f} s, "
-          f"wall {time.perf_counter() - started:.1f} s")
+    for where, run in zip(wheres, runs, strict=True):
+        print(f"time on {where.label}: store {run.store_seconds:.1f} s "
+              f"({run.store_seconds / n_turns * 1000:.2f} ms/turn), recall p50 "
+              f"{statistics.median(run.recall_ms):.2f} ms p95 "
+              f"{percentile(run.recall_ms, 0.95):.2f} ms")
+    print(f"baselines {baselines:.1f} s, wall {time.perf_counter() - started:.1f} s")
 
 
 if __name__ == "__main__":

@@ -19,9 +19,7 @@ async def open_store(settings: Settings, *, busy_timeout_ms: int | None = None) 
     `busy_timeout_ms`: how long a write waits for another writer before StorageBusy.
     """
     if settings.database_url:
-        from pma_mcp.store.postgres.store import (  # type: ignore[import-not-found,import-untyped,unused-ignore]
-            PostgresStore,
-        )
+        from pma_mcp.store.postgres.store import PostgresStore
 
         store: Store = await PostgresStore.open(settings.database_url,
                                                 busy_timeout_ms=busy_timeout_ms)

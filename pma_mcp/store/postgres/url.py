@@ -1,0 +1,51 @@
+"""Database URLs for people: a password never leaves this process in a message.
+
+`location` is what `doctor`, `stats` and errors show: the URL without its password (and
+without query parameters, which may hold one as `password=`). `redact` is the one function
+every message that could quote the URL passes through.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
+
+_PASSWORD_PARAM = re.compile(r"(password=)[^&\s]*", re.IGNORECASE)
+
+
+def location(url: str) -> str:
+    """`url` without its password or query string: postgresql://user@host:port/db."""
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc.rpartition("@")
+        if netloc[1]:
+            user = netloc[0].partition(":")[0]
+            host = f"{user}@{netloc[2]}" if user else netloc[2]
+        else:
+            host = netloc[2]
+        return urlunsplit((parts.scheme, host, parts.path, "", ""))
+    except ValueError:
+        return "postgresql://(unparsable URL)"
+
+
+def secrets(url: str) -> list[str]:
+    """The password(s) `url` carries, raw and percent-decoded."""
+    found: list[str] = []
+    try:
+        parts = urlsplit(url)
+        userinfo, at, _ = parts.netloc.rpartition("@")
+        if at and ":" in userinfo:
+            found.append(userinfo.partition(":")[2])
+        found += [v for k, v in parse_qsl(parts.query, keep_blank_values=True)
+                  if k.lower() == "password"]
+    except ValueError:
+        pass
+    return [s for raw in found for s in {raw, unquote(raw)} if s]
+
+
+def redact(text: str, url: str) -> str:
+    """`text` with `url` shown as its `location` and any password of it masked."""
+    text = text.replace(url, location(url))
+    for secret in sorted(secrets(url), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return _PASSWORD_PARAM.sub(r"\1***", text)
