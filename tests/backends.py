@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import fields
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import asyncpg
@@ -109,3 +110,25 @@ def lineage_events(settings: Settings) -> list[tuple[str, str]]:
 def injected_ids(settings: Settings, session_id: str) -> set[str]:
     """The memories the hooks recorded as injected into `session_id`."""
     return read_store(settings, lambda store: store.injected_ids(session_id))
+
+
+def stored_bytes(settings: Settings) -> bytes:
+    """Everything the store holds, raw: the SQLite file and its WAL as on disk, or every row
+    of every table in the PostgreSQL schema as text (index, lineage and metadata included)."""
+    if not settings.database_url:
+        db = settings.db_path
+        return b"".join(p.read_bytes() for p in (db, Path(f"{db}-wal")) if p.exists())
+    url = settings.database_url
+
+    async def dump() -> bytes:
+        conn = await asyncpg.connect(url)
+        try:
+            tables = [r[0] for r in await conn.fetch(
+                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
+            rows = [r[0] for t in tables
+                    for r in await conn.fetch(f'SELECT t::text FROM "{t}" AS t')]
+            return "\n".join(rows).encode()
+        finally:
+            await conn.close()
+
+    return postgres.run_sync(dump)
