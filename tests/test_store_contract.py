@@ -120,6 +120,9 @@ async def test_supersede_and_current_again(store: Store) -> None:
     assert archived.memory_type == MemoryType.ARCHIVED
     hits = await store.lexical_candidates("api port", Scope(namespaces=(NS,)), 10)
     assert [h.seq for h in hits] == [new.seq]
+    archived_scope = Scope(namespaces=(NS,), memory_type=MemoryType.ARCHIVED)
+    assert [h.seq for h in await store.lexical_candidates("api port", archived_scope, 10)] == [
+        old.seq]
     back, dup = await store.insert(mem("the api port is 8080"))
     assert dup and back.superseded_by is None and back.memory_type == MemoryType.EPISODIC
     assert "promote" in [e.event for e in await store.lineage(old.id)]
@@ -221,6 +224,9 @@ async def test_browse_pages_and_filters(store: Store) -> None:
     assert [m.id for m in page1] == [m.id for m in reversed(made)][:3]
     page2 = await store.browse(Browse(namespace=NS), page1[-1].seq, 3)
     assert [m.id for m in page2] == [m.id for m in reversed(made)][3:6]
+    tagged = await store.lexical_candidates("memory number", Scope(namespaces=(NS,),
+                                                                   tags=("even",)), 10)
+    assert sorted(h.seq for h in tagged) == sorted(made[i].seq for i in (0, 2, 4, 6))
     even = await store.browse(Browse(namespace=NS, tag="even"), None, 10)
     assert [m.id for m in even] == [made[i].id for i in (6, 4, 2, 0)]
     hooked = await store.browse(Browse(namespace=NS, source="hook", since=NOW + 1), None, 10)

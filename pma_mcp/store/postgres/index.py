@@ -224,6 +224,7 @@ class Writer:
         await self.conn.execute(
             "UPDATE memories SET memory_type = 'archived', superseded_by = $1 WHERE seq = $2",
             new_id, old.seq)
+        self.mark(old.seq)  # no longer current: its postings say so
         await self.lineage(old.id, old.namespace, "supersede", now, from_tier=old.memory_type,
                            to_tier=MemoryType.ARCHIVED, reason=f"superseded by {new_id}")
 
@@ -366,20 +367,21 @@ class Writer:
     async def _write_postings(self, seqs: list[int]) -> None:
         """Postings of `seqs` as their stored vectors say (memories gone meanwhile: none)."""
         rows = await self.conn.fetch(
-            "SELECT seq, namespace, terms, label_terms, context_terms, doc_len FROM memories "
-            "WHERE seq = ANY($1)", seqs)
+            "SELECT seq, namespace, terms, label_terms, context_terms, doc_len, "
+            "superseded_by IS NULL AS current FROM memories WHERE seq = ANY($1)", seqs)
         await self.conn.execute("DELETE FROM postings WHERE seq = ANY($1)", seqs)
-        columns: tuple[list[Any], ...] = ([], [], [], [], [], [], [])
+        columns: tuple[list[Any], ...] = ([], [], [], [], [], [], [], [])
         for row in rows:
             for posting in postings_of(row["terms"], row["label_terms"], row["context_terms"]):
                 for column, value in zip(columns, (posting[0], row["namespace"], row["seq"],
-                                                   *posting[1:], row["doc_len"]), strict=True):
+                                                   *posting[1:], row["doc_len"],
+                                                   row["current"]), strict=True):
                     column.append(value)
         if columns[0]:
             await self.conn.execute(
                 "INSERT INTO postings (term, namespace, seq, content_tf, label_tf, context_tf, "
-                "doc_len) SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::int[], "
-                "$5::int[], $6::int[], $7::int[])", *columns)
+                "doc_len, current) SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], "
+                "$4::int[], $5::int[], $6::int[], $7::int[], $8::bool[])", *columns)
 
     async def fold_statistics(self, old: str, new: str) -> None:
         """Add namespace `old`'s term statistics to `new`'s (its memories moved there)."""

@@ -8,8 +8,8 @@ a released migration: add the next one.
 
 Layout mirrors the SQLite store (store/sqlite/schema.py) with postings in place of FTS5:
 `postings` has one row per (term, memory) for every term of the memory's own text, labels and
-session-neighbour context, with its frequency in each column and the memory's length (rewritten
-whenever the memory's vectors change, which is whenever its length does); the lexical search
+session-neighbour context, with its frequency in each column, the memory's length and whether
+it is current (not superseded), rewritten whenever one of those changes; the lexical search
 sums BM25 over the postings of the searched terms alone (search.py). `term_df` (own-content
 document frequency across the whole store) bounds that search's cost,
 `namespace_terms`/`namespace_stats` give the scores, as in SQLite.
@@ -86,9 +86,10 @@ MIGRATIONS: tuple[Migration, ...] = (
                 label_tf INTEGER NOT NULL,
                 context_tf INTEGER NOT NULL,
                 doc_len INTEGER NOT NULL,
+                current BOOLEAN NOT NULL,
                 -- Covering: a search reads a term's postings from the index alone.
                 PRIMARY KEY (term, namespace, seq)
-                    INCLUDE (content_tf, label_tf, context_tf, doc_len)
+                    INCLUDE (content_tf, label_tf, context_tf, doc_len, current)
             )""",
             "CREATE INDEX postings_seq ON postings (seq)",
             "CREATE TABLE term_df (term TEXT PRIMARY KEY, df INTEGER NOT NULL)",

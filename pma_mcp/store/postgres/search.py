@@ -52,11 +52,14 @@ def candidates_sql(query: lexical.AnalysedQuery, scope: Scope, limit: int) -> tu
 
     Scores are summed over the postings alone (narrow rows: no spill to disk), then the
     scope's filter and the limit apply, and only the chosen memories' documents are read.
+    A scope of current memories in any tier, with no tag filter (recall's usual one) is
+    answered from the postings' `current` flag, without reading a memory per match.
     Columns: seq, importance, created_at, access_count, speaker, then DOCUMENT.
     """
     q = query.bm25_query
     terms = list(q.idf)
     p = Params()
+    current_only = scope.memory_type is None and not scope.tags
     w_content, w_labels, w_context = (f"{w}::float8" for w in lexical.COLUMN_WEIGHTS)
     frequency = (f"p.content_tf * {w_content} + p.label_tf * {w_labels} "
                  f"+ CASE WHEN q.everywhere THEN p.context_tf * {w_context} ELSE 0 END")
@@ -67,11 +70,14 @@ def candidates_sql(query: lexical.AnalysedQuery, scope: Scope, limit: int) -> tu
         f"{p(terms)}::text[], {p([q.idf[t] for t in terms])}::float8[], "
         f"{p([t not in q.own_text_only for t in terms])}::bool[])), "
         f"hits AS (SELECT p.seq, p.doc_len, q.idf, {frequency} AS f FROM q JOIN postings p "
-        f"ON p.term = q.term AND p.namespace = ANY({p(list(scope.namespaces))}::text[])), "
+        f"ON p.term = q.term AND p.namespace = ANY({p(list(scope.namespaces))}::text[])"
+        f"{' AND p.current' if current_only else ''}), "
         f"scores AS (SELECT h.seq, sum(h.idf * h.f * ({k1} + 1) / (h.f + {norm})) AS score "
         "FROM hits h WHERE h.f > 0 GROUP BY h.seq), "
-        "best AS (SELECT s.seq, s.score FROM scores s JOIN memories m ON m.seq = s.seq "
-        f"WHERE {scope_where(scope, p)} ORDER BY s.score DESC, s.seq DESC LIMIT {p(limit)}) "
+        + ("best AS (SELECT seq, score FROM scores " if current_only else
+           "best AS (SELECT s.seq, s.score FROM scores s JOIN memories m ON m.seq = s.seq "
+           f"WHERE {scope_where(scope, p)} ")
+        + f"ORDER BY score DESC, seq DESC LIMIT {p(limit)}) "
         "SELECT m.seq, m.importance, m.created_at, m.access_count, m.speaker, "
         f"{DOCUMENT} FROM best JOIN memories m ON m.seq = best.seq "
         "ORDER BY best.score DESC, best.seq DESC"

@@ -271,6 +271,7 @@ class PostgresStore:
                 await w.conn.execute(
                     "UPDATE memories SET superseded_by = NULL, memory_type = $1 WHERE seq = $2",
                     memory.memory_type.value, existing.seq)
+                w.mark(existing.seq)
                 await w.lineage(existing.id, existing.namespace, "promote", now,
                                 from_tier=existing.memory_type, to_tier=memory.memory_type,
                                 reason="stored again after it was superseded: current again")
@@ -850,14 +851,15 @@ class PostgresStore:
         per-namespace statistics from the rows, and compare with what is kept."""
         rows = await self._fetch(
             "SELECT seq, namespace, session_id, content, tags, linked_entities, terms, "
-            "label_terms, context_terms, doc_len FROM memories ORDER BY seq")
+            "label_terms, context_terms, doc_len, superseded_by FROM memories ORDER BY seq")
         posting_rows = await self._fetch(
-            "SELECT seq, term, content_tf, label_tf, context_tf FROM postings")
+            "SELECT seq, term, content_tf, label_tf, context_tf, doc_len, current FROM postings")
         label_rows = await self._fetch("SELECT seq, kind, value FROM memory_labels")
-        kept_postings: dict[int, set[tuple[str, int, int, int]]] = {}
+        kept_postings: dict[int, set[tuple[Any, ...]]] = {}
         for r in posting_rows:
             kept_postings.setdefault(int(r["seq"]), set()).add(
-                (r["term"], int(r["content_tf"]), int(r["label_tf"]), int(r["context_tf"])))
+                (r["term"], int(r["content_tf"]), int(r["label_tf"]), int(r["context_tf"]),
+                 int(r["doc_len"]), bool(r["current"])))
         labels: dict[int, set[tuple[str, str]]] = {}
         for r in label_rows:
             labels.setdefault(int(r["seq"]), set()).add((r["kind"], r["value"]))
@@ -866,7 +868,8 @@ class PostgresStore:
         mismatched: list[int] = []
         for r in rows:
             seq = int(r["seq"])
-            want = set(postings_of(r["terms"], r["label_terms"], r["context_terms"]))
+            want = {(*p, int(r["doc_len"]), r["superseded_by"] is None)
+                    for p in postings_of(r["terms"], r["label_terms"], r["context_terms"])}
             if kept_postings.get(seq, set()) != want:
                 missing.append(seq)
             tags, entities = json.loads(r["tags"]), json.loads(r["linked_entities"])
