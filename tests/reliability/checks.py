@@ -1,7 +1,9 @@
-"""What a database file must satisfy after concurrent writers, crashes or hostile input.
+"""What a store must satisfy after concurrent writers, crashes or hostile input.
 
-Plain `sqlite3` reads for speed and independence from the code under test, plus the
-repository's own `check_consistency()` (the one `pma-mcp doctor` uses).
+A SQLite file (a Path) is read with plain `sqlite3`, for speed and independence from the code
+under test; a PostgreSQL store (Settings with a database_url) through the store's reads
+(tests/backends.py). Both add the store's own `check_consistency()` (the one `pma-mcp doctor`
+uses). The functions marked "SQLite" read the file itself.
 """
 
 from __future__ import annotations
@@ -17,8 +19,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pma_mcp.config import Settings
 from pma_mcp.store.base import Consistency
 from pma_mcp.store.sqlite.repository import SQLiteStore
+from tests import backends
+
+Where = Path | Settings
+"""A SQLite file, or the Settings of a store on either backend."""
+
+
+def _postgres(where: Where) -> Settings | None:
+    """`where` when it names a PostgreSQL store, else None (the SQLite file is read)."""
+    return where if isinstance(where, Settings) and where.database_url else None
+
+
+def _file(where: Where) -> Path:
+    return where.db_path if isinstance(where, Settings) else where
 
 
 @contextmanager
@@ -30,8 +46,12 @@ def connect(db: Path) -> Iterator[sqlite3.Connection]:
         conn.close()
 
 
-def integrity(db: Path) -> str:
-    """`PRAGMA integrity_check` plus FTS5's own index check; "ok" when both pass."""
+def integrity(where: Where) -> str:
+    """`PRAGMA integrity_check` plus FTS5's own index check; "ok" when both pass. On
+    PostgreSQL the store's integrity_check (the server keeps its pages sound itself)."""
+    if pg := _postgres(where):
+        return backends.read_store(pg, lambda store: store.integrity_check())
+    db = _file(where)
     with connect(db) as conn:
         result = "\n".join(str(r[0]) for r in conn.execute("PRAGMA integrity_check"))
         if result != "ok":
@@ -54,29 +74,47 @@ async def consistency_of(db: Path) -> Consistency:
         await repo.close()
 
 
-def consistency(db: Path) -> Consistency:
+def consistency(where: Where) -> Consistency:
     """`check_consistency()` from synchronous code (not inside a running event loop)."""
-    return asyncio.run(consistency_of(db))
+    if pg := _postgres(where):
+        return backends.read_store(pg, lambda store: store.check_consistency())
+    return asyncio.run(consistency_of(_file(where)))
 
 
-def memory_ids(db: Path) -> set[str]:
-    with connect(db) as conn:
+def memory_ids(where: Where) -> set[str]:
+    if pg := _postgres(where):
+        return {m.id for m in backends.stored_memories(pg)}
+    with connect(_file(where)) as conn:
         return {str(r[0]) for r in conn.execute("SELECT id FROM memories")}
 
 
-def created_ids(db: Path) -> set[str]:
+def created_ids(where: Where) -> set[str]:
     """Memories with a `created` lineage event (lineage complete for every write)."""
-    with connect(db) as conn:
+    if pg := _postgres(where):
+        return {m for m, event in backends.lineage_events(pg) if event == "created"}
+    with connect(_file(where)) as conn:
         return {str(r[0]) for r in conn.execute(
             "SELECT DISTINCT memory_id FROM lineage WHERE event = 'created'")}
 
 
-def contents(db: Path) -> list[str]:
-    with connect(db) as conn:
+def contents(where: Where) -> list[str]:
+    if pg := _postgres(where):
+        return [m.content for m in backends.stored_memories(pg)]
+    with connect(_file(where)) as conn:
         return [str(r[0]) for r in conn.execute("SELECT content FROM memories")]
 
 
-def has_schema(db: Path) -> bool:
+def exists(where: Where) -> bool:
+    """The SQLite file exists (whatever it holds), or the PostgreSQL schema has tables."""
+    if pg := _postgres(where):
+        return backends.store_exists(pg)
+    return _file(where).exists()
+
+
+def has_schema(where: Where) -> bool:
+    if pg := _postgres(where):
+        return backends.store_exists(pg)
+    db = _file(where)
     if not db.exists():
         return False
     with connect(db) as conn:
