@@ -112,23 +112,29 @@ def injected_ids(settings: Settings, session_id: str) -> set[str]:
     return read_store(settings, lambda store: store.injected_ids(session_id))
 
 
+def postgres_rows(url: str) -> list[tuple[str, str]]:
+    """(table, row as text) of every row of every table in the URL's schema, sorted."""
+
+    async def dump() -> list[tuple[str, str]]:
+        conn = await asyncpg.connect(url)
+        try:
+            tables = [r[0] for r in await conn.fetch(
+                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
+            rows: list[tuple[str, str]] = []
+            for table in tables:
+                rows += [(str(table), str(r[0]))
+                         for r in await conn.fetch(f'SELECT t::text FROM "{table}" AS t')]
+            return sorted(rows)
+        finally:
+            await conn.close()
+
+    return postgres.run_sync(dump)
+
+
 def stored_bytes(settings: Settings) -> bytes:
     """Everything the store holds, raw: the SQLite file and its WAL as on disk, or every row
     of every table in the PostgreSQL schema as text (index, lineage and metadata included)."""
     if not settings.database_url:
         db = settings.db_path
         return b"".join(p.read_bytes() for p in (db, Path(f"{db}-wal")) if p.exists())
-    url = settings.database_url
-
-    async def dump() -> bytes:
-        conn = await asyncpg.connect(url)
-        try:
-            tables = [r[0] for r in await conn.fetch(
-                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
-            rows = [r[0] for t in tables
-                    for r in await conn.fetch(f'SELECT t::text FROM "{t}" AS t')]
-            return "\n".join(rows).encode()
-        finally:
-            await conn.close()
-
-    return postgres.run_sync(dump)
+    return "\n".join(row for _, row in postgres_rows(settings.database_url)).encode()

@@ -157,9 +157,15 @@ FULL_QUERIES = {
 }
 
 
-def snapshot(db: Path, *, full: bool = False) -> Snapshot:
+def snapshot(where: Where, *, full: bool = False) -> Snapshot:
     """Content snapshot (what a read may not change); `full`: everything (what a rejected
-    call may not change, not even an access count)."""
+    call may not change, not even an access count). On PostgreSQL every row of every table
+    (`full` or not: what only `full` adds on SQLite is in those rows too)."""
+    if pg := _postgres(where):
+        assert pg.database_url is not None
+        return Snapshot(tuple((table, (row,)) for table, row
+                              in backends.postgres_rows(pg.database_url)))
+    db = _file(where)
     queries = {**CONTENT_QUERIES, **(FULL_QUERIES if full else {})}
     rows: list[tuple[str, tuple[Any, ...]]] = []
     if not db.exists():
@@ -200,9 +206,11 @@ def file_modes(db: Path) -> dict[str, int]:
     return modes
 
 
-def row_dump(db: Path) -> dict[str, dict[str, Any]]:
+def row_dump(where: Where) -> dict[str, dict[str, Any]]:
     """Each memory as a dict keyed by id (for before/after comparisons in readable form)."""
-    with connect(db) as conn:
+    if pg := _postgres(where):
+        return {str(row["id"]): row for row in backends.stored_rows(pg)}
+    with connect(_file(where)) as conn:
         conn.row_factory = sqlite3.Row
         out: dict[str, dict[str, Any]] = {}
         for row in conn.execute("SELECT * FROM memories"):
