@@ -74,8 +74,9 @@ async def child(url: str, k: int, writes: int, out: Path) -> tuple[int, int]:
     return retries, opens
 
 
-async def cutter(server: str, every: float, stop: asyncio.Event) -> int:
-    """Terminate a random pma-mcp backend every `every` seconds until `stop`; how many."""
+async def cutter(server: str, label: str, every: float, stop: asyncio.Event) -> int:
+    """Terminate a random backend of the writers (application_name `label`) every `every`
+    seconds until `stop`; how many."""
     cuts = 0
     conn = await asyncpg.connect(server)
     rng = random.Random(5)
@@ -83,8 +84,7 @@ async def cutter(server: str, every: float, stop: asyncio.Event) -> int:
         while not stop.is_set():
             await asyncio.sleep(every)
             pids = [int(r[0]) for r in await conn.fetch(
-                "SELECT pid FROM pg_stat_activity WHERE application_name = 'pma-mcp' "
-                "AND pid != pg_backend_pid()")]
+                "SELECT pid FROM pg_stat_activity WHERE application_name = $1", label)]
             if pids:
                 await conn.execute("SELECT pg_terminate_backend($1)", rng.choice(pids))
                 cuts += 1
@@ -98,11 +98,12 @@ async def parent(args: argparse.Namespace) -> int:
     assert where.server is not None
     with tempfile.TemporaryDirectory(prefix="pma-pgwriters-") as tmp:
         async with where.settings(Path(tmp), "writers", namespace=NAMESPACE) as settings:
-            url = settings.database_url
-            assert url is not None
+            assert settings.database_url is not None
+            label = f"pma-bench-writers-{uuid.uuid4().hex[:8]}"
+            url = f"{settings.database_url}&application_name={label}"
             await (await PostgresStore.open(url)).close()  # migrate once, before the race
             stop = asyncio.Event()
-            cuts = asyncio.create_task(cutter(where.server, args.cuts_every, stop))
+            cuts = asyncio.create_task(cutter(where.server, label, args.cuts_every, stop))
             started = time.perf_counter()
             procs = [await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "benchmarks.pg_writers", "--child", str(k), "--url", url,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import traceback
+import uuid
 from collections.abc import AsyncIterator
 
 import asyncpg
@@ -34,9 +35,14 @@ def base_of(url: str) -> str:
     return url.partition("?")[0]
 
 
+LABEL = f"pma-test-{uuid.uuid4().hex[:8]}"
+"""application_name of the `pg` store's connections: the tests that cut connections cut
+only these, never another client's of the same server."""
+
+
 @pytest.fixture
 async def pg(postgres_url: str) -> AsyncIterator[PostgresStore]:
-    store = await PostgresStore.open(postgres_url)
+    store = await PostgresStore.open(f"{postgres_url}&application_name={LABEL}")
     try:
         yield store
     finally:
@@ -100,8 +106,8 @@ async def test_concurrent_openers_migrate_once(postgres_url: str) -> None:
 
 async def _waiting_backends(conn: asyncpg.Connection) -> list[int]:
     rows = await conn.fetch(
-        "SELECT pid FROM pg_stat_activity WHERE application_name = 'pma-mcp' "
-        "AND wait_event_type = 'Lock' AND query LIKE '%pg_advisory_xact_lock%'")
+        "SELECT pid FROM pg_stat_activity WHERE application_name = $1 "
+        "AND wait_event_type = 'Lock' AND query LIKE '%pg_advisory_xact_lock%'", LABEL)
     return [int(r[0]) for r in rows]
 
 
@@ -149,7 +155,7 @@ async def test_idle_connections_cut_by_a_restart_are_replaced(pg: PostgresStore,
         try:
             cut = await conn.fetchval(
                 "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-                "WHERE application_name = 'pma-mcp' AND pid != pg_backend_pid()")
+                "WHERE application_name = $1", LABEL)
         finally:
             await conn.close()
         assert cut >= 1

@@ -76,6 +76,8 @@ MAX_CONNECTIONS = 4
 BUSY_TIMEOUT_MS = 15_000
 """lock_timeout of every connection: how long a write waits for another writer."""
 WRITE_ATTEMPTS = 5
+APPLICATION_NAME = "pma-mcp"
+"""How the server lists our connections, unless the URL names one (application_name=)."""
 GC_RECENT_HOURS = 48.0
 _GC_PAGE = 1_024
 _GC_ROWS = 512
@@ -145,7 +147,8 @@ class PostgresStore:
                 pool = await asyncpg.create_pool(
                     url, min_size=MIN_CONNECTIONS, max_size=MAX_CONNECTIONS,
                     server_settings={"lock_timeout": str(int(timeout)),
-                                     "application_name": "pma-mcp"})
+                                     "application_name": urls.query_value(
+                                         url, "application_name") or APPLICATION_NAME})
             except ValueError as exc:  # a malformed URL or option
                 raise StorageError(f"cannot use database URL {urls.location(url)}: "
                                    f"{urls.redact(str(exc), url)}") from None

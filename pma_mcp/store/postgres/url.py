@@ -43,6 +43,17 @@ def secrets(url: str) -> list[str]:
     return [s for raw in found for s in {raw, unquote(raw)} if s]
 
 
+def query_value(url: str, name: str) -> str | None:
+    """The value of query parameter `name` in `url`, if it has one."""
+    try:
+        for key, value in parse_qsl(urlsplit(url).query, keep_blank_values=True):
+            if key == name:
+                return value
+    except ValueError:
+        pass
+    return None
+
+
 def redact(text: str, url: str) -> str:
     """`text` with `url` shown as its `location` and any password of it masked."""
     text = text.replace(url, location(url))
