@@ -8,7 +8,7 @@ be had (tests/postgres.py).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -112,8 +112,9 @@ def injected_ids(settings: Settings, session_id: str) -> set[str]:
     return read_store(settings, lambda store: store.injected_ids(session_id))
 
 
-def postgres_rows(url: str) -> list[tuple[str, str]]:
-    """(table, row as text) of every row of every table in the URL's schema, sorted."""
+def postgres_rows(url: str, *, skip_tables: Collection[str] = ()) -> list[tuple[str, str]]:
+    """(table, row as JSON text) of every row of every table in the URL's schema but
+    `skip_tables`; sorted."""
 
     async def dump() -> list[tuple[str, str]]:
         conn = await asyncpg.connect(url)
@@ -121,9 +122,9 @@ def postgres_rows(url: str) -> list[tuple[str, str]]:
             tables = [r[0] for r in await conn.fetch(
                 "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
             rows: list[tuple[str, str]] = []
-            for table in tables:
-                rows += [(str(table), str(r[0]))
-                         for r in await conn.fetch(f'SELECT t::text FROM "{table}" AS t')]
+            for table in (t for t in tables if t not in skip_tables):
+                rows += [(str(table), str(r[0])) for r in await conn.fetch(
+                    f'SELECT to_jsonb(t)::text FROM "{table}" AS t')]
             return sorted(rows)
         finally:
             await conn.close()

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import InitVar, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +47,12 @@ class Hook:
 
     db: Path
     env: dict[str, str]
-    settings: Settings
+    store: InitVar[Settings | None] = None
+    """The store the hook's env names (store_settings); None: the SQLite file `db`."""
+    settings: Settings = field(init=False)
+
+    def __post_init__(self, store: Settings | None) -> None:
+        self.settings = store or Settings(db_path=self.db, namespace=PROJECT)
 
     def run(
         self,
@@ -251,11 +256,10 @@ def make_hook(tmp_path: Path, settings: Settings | None = None) -> Hook:
     """A hook on `settings`' store (store_settings: each backend), else a SQLite file."""
     if settings is None:
         db = tmp_path / "store.db"
-        return Hook(db=db, env=hook_env(db, tmp_path), settings=Settings(db_path=db,
-                                                                        namespace=PROJECT))
+        return Hook(db=db, env=hook_env(db, tmp_path))
     settings = replace(settings, author=AUTHOR)
     env = {**hook_env(settings.db_path, tmp_path, settings), "PMA_AUTHOR": AUTHOR}
-    return Hook(db=settings.db_path, env=env, settings=settings)
+    return Hook(db=settings.db_path, env=env, store=settings)
 
 
 @pytest.fixture

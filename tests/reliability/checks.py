@@ -8,7 +8,6 @@ uses). The functions marked "SQLite" read the file itself.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import sqlite3
@@ -21,7 +20,6 @@ from typing import Any
 
 from pma_mcp.config import Settings
 from pma_mcp.store.base import Consistency
-from pma_mcp.store.sqlite.repository import SQLiteStore
 from tests import backends
 
 Where = Path | Settings
@@ -66,19 +64,10 @@ def integrity(where: Where) -> str:
     return "ok"
 
 
-async def consistency_of(db: Path) -> Consistency:
-    repo = await SQLiteStore.open(str(db))
-    try:
-        return await repo.check_consistency()
-    finally:
-        await repo.close()
-
-
 def consistency(where: Where) -> Consistency:
-    """`check_consistency()` from synchronous code (not inside a running event loop)."""
-    if pg := _postgres(where):
-        return backends.read_store(pg, lambda store: store.check_consistency())
-    return asyncio.run(consistency_of(_file(where)))
+    """`check_consistency()` from sync or async code (it runs on a thread of its own)."""
+    store = where if isinstance(where, Settings) else Settings(db_path=where)
+    return backends.read_store(store, lambda opened: opened.check_consistency())
 
 
 def memory_ids(where: Where) -> set[str]:
@@ -157,14 +146,39 @@ FULL_QUERIES = {
 }
 
 
+PG_BOOKKEEPING = frozenset({"schema_version", "gc_cursors", "context_resets"})
+"""PostgreSQL tables in neither snapshot (as their SQLite counterparts are in no query above)."""
+PG_USAGE_TABLES = frozenset({"lineage", "hook_injections"})
+PG_USAGE_COLUMNS = frozenset({"access_count", "accessed_at"})
+"""What only the `full` snapshot holds: access counting, lineage, injections."""
+PG_TABLE = "pg:"
+"""Prefix of a PostgreSQL snapshot row's table (its row: the columns as sorted JSON)."""
+
+
+def content_part(full: Snapshot) -> Snapshot:
+    """The content snapshot inside a `full` one (what `snapshot(where)` would have read)."""
+    sqlite_rows = [r for r in full.rows if r[0] in CONTENT_QUERIES]
+    pg_rows = sorted((table, (_json({k: v for k, v in json.loads(row[0]).items()
+                                     if k not in PG_USAGE_COLUMNS}),))
+                     for table, row in full.rows if table.startswith(PG_TABLE)
+                     and table.removeprefix(PG_TABLE) not in PG_USAGE_TABLES)
+    return Snapshot(tuple(sqlite_rows + pg_rows))
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
 def snapshot(where: Where, *, full: bool = False) -> Snapshot:
     """Content snapshot (what a read may not change); `full`: everything (what a rejected
-    call may not change, not even an access count). On PostgreSQL every row of every table
-    (`full` or not: what only `full` adds on SQLite is in those rows too)."""
+    call may not change, not even an access count). On PostgreSQL the same, table by table:
+    every table but the bookkeeping ones SQLite's queries leave out too."""
     if pg := _postgres(where):
         assert pg.database_url is not None
-        return Snapshot(tuple((table, (row,)) for table, row
-                              in backends.postgres_rows(pg.database_url)))
+        every = Snapshot(tuple(sorted(
+            (PG_TABLE + table, (_json(json.loads(row)),)) for table, row
+            in backends.postgres_rows(pg.database_url, skip_tables=PG_BOOKKEEPING))))
+        return every if full else content_part(every)
     db = _file(where)
     queries = {**CONTENT_QUERIES, **(FULL_QUERIES if full else {})}
     rows: list[tuple[str, tuple[Any, ...]]] = []
@@ -176,10 +190,16 @@ def snapshot(where: Where, *, full: bool = False) -> Snapshot:
     return Snapshot(tuple(rows))
 
 
-def text_values(db: Path, *, blobs: bool = False) -> Iterator[tuple[str, str, str]]:
+def text_values(where: Where, *, blobs: bool = False) -> Iterator[tuple[str, str, str]]:
     """(table, column, value) for every text value of every table, FTS shadow tables too;
-    with `blobs`, BLOB values (the FTS index pages) decoded leniently as well."""
-    with connect(db) as conn:
+    with `blobs`, BLOB values (the FTS index pages) decoded leniently as well. On PostgreSQL
+    each whole row as text (column "*")."""
+    if pg := _postgres(where):
+        assert pg.database_url is not None
+        for table, row in backends.postgres_rows(pg.database_url):
+            yield table, "*", row
+        return
+    with connect(_file(where)) as conn:
         tables = [str(r[0]) for r in conn.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table'")]
         for table in tables:
