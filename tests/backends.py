@@ -119,17 +119,22 @@ def postgres_rows(url: str, *, skip_tables: Collection[str] = ()) -> list[tuple[
     async def dump() -> list[tuple[str, str]]:
         conn = await asyncpg.connect(url)
         try:
-            tables = [r[0] for r in await conn.fetch(
-                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
-            rows: list[tuple[str, str]] = []
-            for table in (t for t in tables if t not in skip_tables):
-                rows += [(str(table), str(r[0])) for r in await conn.fetch(
-                    f'SELECT to_jsonb(t)::text FROM "{table}" AS t')]
-            return sorted(rows)
+            tables = [str(r[0]) for r in await conn.fetch(
+                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
+                if r[0] not in skip_tables]
+            if not tables:
+                return []
+            every = " UNION ALL ".join(  # one round trip: a snapshot is taken around each call
+                f"SELECT {_literal(t)}, to_jsonb(t)::text FROM \"{t}\" AS t" for t in tables)
+            return sorted((str(r[0]), str(r[1])) for r in await conn.fetch(every))
         finally:
             await conn.close()
 
     return postgres.run_sync(dump)
+
+
+def _literal(name: str) -> str:
+    return "'" + name.replace("'", "''") + "'"
 
 
 def stored_bytes(settings: Settings) -> bytes:

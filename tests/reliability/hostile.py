@@ -89,6 +89,13 @@ class World:
     transcripts: dict[str, Path] = field(default_factory=dict)
     store: Settings | None = None
     """The store on its backend (store_settings); None: the SQLite file `db`."""
+    every: int = 1
+    """Replay every n-th case of each corpus file (a smaller size where each case costs more,
+    as on PostgreSQL, whose before/after snapshots are a server round trip each)."""
+
+    def cases(self, name: str) -> list[dict[str, Any]]:
+        """The corpus file's cases this world replays."""
+        return load(name)[::self.every]
 
     @property
     def where(self) -> checks.Where:
@@ -270,7 +277,7 @@ async def run_tool_cases(world: World, mode: Literal["auto", "legacy"]) -> list[
     app = build_server(world.settings, counter=WordEstimate())
     outcomes: list[Outcome] = []
     async with Client(app, mode=mode, raise_exceptions=True) as client:
-        for case in load("tool_arguments.jsonl"):
+        for case in world.cases("tool_arguments.jsonl"):
             tool = expand(case["tool"], world)
             args = expand(case["args"], world)
             outcome = Outcome("tool_arguments", case["id"], f"{tool} ({mode})", case["expect"],
@@ -344,7 +351,7 @@ async def run_query_cases(world: World) -> list[Outcome]:
     app = build_server(world.settings, counter=WordEstimate())
     outcomes: list[Outcome] = []
     async with Client(app, mode="legacy", raise_exceptions=True) as client:
-        for case in load("queries.jsonl"):
+        for case in world.cases("queries.jsonl"):
             query = expand(case["query"], world)
             for target in QUERY_TARGETS:
                 blank_topic = target.startswith("prompt") and not str(query).strip()
@@ -394,10 +401,10 @@ def stdio_cases(world: World) -> list[tuple[str, str, bytes, str, Any, str]]:
     """(corpus, id, line, expectation, answer id, needle) for the real-process run: every
     JSON-RPC line plus the tool cases flagged "stdio"."""
     out: list[tuple[str, str, bytes, str, Any, str]] = []
-    for case in load("jsonrpc_lines.jsonl"):
+    for case in world.cases("jsonrpc_lines.jsonl"):
         out.append(("jsonrpc_lines", case["id"], raw_bytes(case, world), case["expect"],
                     case.get("answer_id"), ""))
-    for n, case in enumerate(c for c in load("tool_arguments.jsonl") if c.get("stdio")):
+    for n, case in enumerate(c for c in world.cases("tool_arguments.jsonl") if c.get("stdio")):
         rid = 700_000 + n
         message = {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
                    "params": {"name": expand(case["tool"], world),
@@ -523,7 +530,7 @@ def hook_runs(world: World) -> list[HookRun]:
     runs: list[HookRun] = []
     folder = world.tmp / "hook-stdin"
     folder.mkdir(exist_ok=True)
-    for n, case in enumerate(load("hook_inputs.jsonl")):
+    for n, case in enumerate(world.cases("hook_inputs.jsonl")):
         data = raw_bytes(case, world)
         path = folder / f"{n:03d}.bin"
         path.write_bytes(data)
