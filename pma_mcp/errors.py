@@ -76,17 +76,3 @@ class DatabaseDamagedError(StorageError):
 
 class ConfigError(PmaError):
     """An environment variable holds a value pma-mcp cannot use."""
-
-
-class StorageUnavailable(StorageError):
-    """The database server could not be reached or the connection was cut (retryable).
-
-    Nothing in the failed call was acknowledged; the next call reconnects.
-    """
-
-
-class StorageBusy(StorageError):
-    """Another writer held what this call needed for too long, or a deadlock (retryable).
-
-    The call's transaction was rolled back; retrying it is safe.
-    """
