@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from pma_mcp.config import Settings
 from pma_mcp.models import MemoryType
 from pma_mcp.service import MemoryService
 from tests.conftest import FakeClock
+
+
+@pytest.fixture
+def settings(store_settings: Settings) -> Settings:
+    """Every test here that opens a store runs on each backend (tests/backends.py)."""
+    return store_settings
 
 
 async def populate(service: MemoryService, clock: FakeClock) -> dict[str, str]:

@@ -1,5 +1,6 @@
-"""Claude Code hooks as Claude Code runs them: a fresh process, JSON on stdin, a real SQLite
-file and transcript JSONL on disk (shapes from INTEGRATION.md §1.2 and §2).
+"""Claude Code hooks as Claude Code runs them: a fresh process, JSON on stdin, a real store
+(a SQLite file, or a PostgreSQL schema: each test runs on both backends) and transcript JSONL
+on disk (shapes from INTEGRATION.md §1.2 and §2).
 
 The helpers here are shared by the other test_hooks_* modules.
 """
@@ -13,7 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +24,14 @@ from pma_mcp import hooks
 from pma_mcp.budget import WordEstimate
 from pma_mcp.config import GLOBAL_NAMESPACE, Settings
 from pma_mcp.service import MemoryService
+from tests.backends import injected_ids, lineage_events, store_env, stored_rows
 
 REPO = Path(__file__).resolve().parents[1]
 PROJECT = "/home/dev/acme-api"
 SESSION = "7d3f2b10-5c6e-4e2a-8f41-9b0c1d2e3f40"
+AUTHOR = "dev@acme.test"
+"""PMA_AUTHOR of the hooks on a backend-parametrised store: on a shared database the global
+namespace is the author's own (Settings.global_namespace), and the seed must name the same."""
 REPLY = (
     "The export timed out because retries were unbounded (export.retries = -1), so one failing "
     "upload never ended. I capped them at 5 with jitter in config/jobs.toml and added a test."
@@ -38,10 +43,16 @@ REPLY = (
 
 @dataclass
 class Hook:
-    """Runs `pma-mcp hook <event>` against one database, as Claude Code would."""
+    """Runs `pma-mcp hook <event>` against one store, as Claude Code would."""
 
     db: Path
     env: dict[str, str]
+    store: InitVar[Settings | None] = None
+    """The store the hook's env names (store_settings); None: the SQLite file `db`."""
+    settings: Settings = field(init=False)
+
+    def __post_init__(self, store: Settings | None) -> None:
+        self.settings = store or Settings(db_path=self.db, namespace=PROJECT)
 
     def run(
         self,
@@ -77,22 +88,30 @@ class Hook:
         assert isinstance(text, str) and 0 < len(text) <= 10_000
         return text
 
-    def rows(self, sql: str = "SELECT * FROM memories ORDER BY seq",
-             params: tuple[Any, ...] = ()) -> list[sqlite3.Row]:
-        if not self.db.exists():
-            return []
-        conn = sqlite3.connect(self.db)
-        conn.row_factory = sqlite3.Row
-        try:
-            return list(conn.execute(sql, params))
-        finally:
-            conn.close()
+    def rows(self) -> list[dict[str, Any]]:
+        """Every stored memory (all namespaces) in seq order, read through the store."""
+        return stored_rows(self.settings)
+
+    def lineage(self) -> list[tuple[str, str]]:
+        """(memory_id, event) of every lineage row, oldest first."""
+        return lineage_events(self.settings)
+
+    def left_no_store(self) -> bool:
+        """A hook with nothing to store left nothing behind: on SQLite not even the file (no
+        stray store in a user's home); on PostgreSQL, where opening the configured database
+        migrates its schema, no memory — and no SQLite file beside it either."""
+        if self.db.exists():
+            return False
+        return not self.settings.database_url or not self.rows()
 
 
-def hook_env(db: Path, home: Path) -> dict[str, str]:
-    """The parent environment minus every PMA_/CLAUDE_ setting, pointed at `db`."""
+def hook_env(db: Path, home: Path, settings: Settings | None = None) -> dict[str, str]:
+    """The parent environment minus every PMA_/CLAUDE_ setting, pointed at `db` (or at
+    `settings`' store: the SQLite file or the PostgreSQL schema)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PMA_", "CLAUDE_"))}
     env.update({"PMA_DB_PATH": str(db), "HOME": str(home), "TIKTOKEN_CACHE_DIR": ""})
+    if settings is not None:
+        env.update(store_env(settings))
     return env
 
 
@@ -207,27 +226,52 @@ of a five-memory store has no weight) and must never show up in this project's c
 
 
 async def seed(
-    db: Path, items: list[tuple[str, dict[str, Any]]], *, background: bool = True
+    store: Path | Settings, items: list[tuple[str, dict[str, Any]]], *,
+    background: bool = True, age_days: float = 0.0,
 ) -> list[str]:
-    """Store memories through the service (real clock: the hooks use wall time)."""
-    settings = Settings(db_path=db, namespace=PROJECT)
+    """Store memories through the service in the SQLite file or `Settings`' store (the real
+    clock, as the hooks use wall time; `age_days` back, so the memories are that old)."""
+    settings = (Settings(db_path=store, namespace=PROJECT) if isinstance(store, Path)
+                else replace(store, namespace=PROJECT))
+    clock = (lambda: time.time() - age_days * 86_400.0) if age_days else time.time
     async with await MemoryService.open(
-        settings, counter=WordEstimate(), merge_near_duplicates=False
+        settings, counter=WordEstimate(), merge_near_duplicates=False, clock=clock
     ) as service:
         if background:
             for text in BACKGROUND:
                 await service.add(text, namespace="/home/dev/other-project")
-        return [(await service.add(content, **kw)).memory.id for content, kw in items]
+        return [(await service.add(content, **_global_is_personal(kw, settings))).memory.id
+                for content, kw in items]
 
 
-def make_hook(tmp_path: Path) -> Hook:
-    db = tmp_path / "store.db"
-    return Hook(db=db, env=hook_env(db, tmp_path))
+def _global_is_personal(kw: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    """A seed item "in the global namespace" lands in this person's (`default/<author>` on
+    PostgreSQL, `default` on SQLite), where the hooks read their global rules."""
+    if kw.get("namespace") == GLOBAL_NAMESPACE:
+        return {**kw, "namespace": settings.global_namespace}
+    return kw
+
+
+def make_hook(tmp_path: Path, settings: Settings | None = None) -> Hook:
+    """A hook on `settings`' store (store_settings: each backend), else a SQLite file."""
+    if settings is None:
+        db = tmp_path / "store.db"
+        return Hook(db=db, env=hook_env(db, tmp_path))
+    settings = replace(settings, author=AUTHOR)
+    env = {**hook_env(settings.db_path, tmp_path, settings), "PMA_AUTHOR": AUTHOR}
+    return Hook(db=settings.db_path, env=env, store=settings)
 
 
 @pytest.fixture
-def hook(tmp_path: Path) -> Hook:
-    return make_hook(tmp_path)
+def settings(store_settings: Settings) -> Settings:
+    """The in-process tests here (the `service` fixture) run on each backend too."""
+    return store_settings
+
+
+@pytest.fixture
+def hook(tmp_path: Path, store_settings: Settings) -> Hook:
+    """Runs every test that takes it on each backend (tests/backends.py)."""
+    return make_hook(tmp_path, store_settings)
 
 
 @pytest.fixture
@@ -253,8 +297,8 @@ def test_stop_saves_the_last_exchange_and_prints_nothing(
     assert row["content"] == f"User: Why does the nightly export job time out?\nAssistant: {REPLY}"
     assert (row["namespace"], row["memory_type"], row["session_id"]) == (
         PROJECT, "episodic", SESSION)
-    assert json.loads(row["tags"]) == ["session", "auto-saved"]
-    assert json.loads(row["metadata"]) == {"source": "hook:stop", "prompt_uuid": uuid}
+    assert row["tags"] == ["session", "auto-saved"]
+    assert row["metadata"] == {"source": "hook:stop", "prompt_uuid": uuid}
     # 0.5 + 0.1 ("failing": a problem) + 0.1 ("never": rule-style wording)
     assert row["importance"] == hooks.importance_of(row["content"]) == 0.7
 
@@ -281,8 +325,7 @@ def test_stop_does_not_count_or_reinforce_an_exact_duplicate(
         assert_quiet(hook.run("stop", stop_input(path)))
     (row,) = hook.rows()
     assert row["access_count"] == 0
-    events = hook.rows("SELECT event FROM lineage WHERE memory_id = ?", (row["id"],))
-    assert [e["event"] for e in events] == ["created"]
+    assert hook.lineage() == [(row["id"], "created")]
 
 
 def test_stop_strips_private_blocks(hook: Hook, transcript: Transcript) -> None:
@@ -308,7 +351,7 @@ def test_autosave_off_writes_nothing(hook: Hook, transcript: Transcript) -> None
                            ("pre-compact", {"session_id": SESSION, "transcript_path": str(path),
                                             "cwd": PROJECT, "trigger": "manual"})):
         assert_quiet(hook.run(event, payload, env={"PMA_AUTOSAVE": "0"}))
-    assert not hook.db.exists()
+    assert hook.left_no_store()
 
 
 def test_stop_runs_a_bounded_gc_share_past_the_threshold(hook: Hook, tmp_path: Path) -> None:
@@ -317,21 +360,16 @@ def test_stop_runs_a_bounded_gc_share_past_the_threshold(hook: Hook, tmp_path: P
              for i in range(85)]
     import asyncio
 
-    ids = asyncio.run(seed(hook.db, stale, background=False))
-    conn = sqlite3.connect(hook.db)
-    with conn:  # make them 30 days old and idle: the GC archives them
-        conn.execute("UPDATE memories SET created_at = created_at - 2592000, "
-                     "accessed_at = accessed_at - 2592000")
-    conn.close()
+    # 30 days old and idle: the GC archives them
+    ids = asyncio.run(seed(hook.settings, stale, background=False, age_days=30))
 
     assert_quiet(hook.run("stop", stop_input(tmp_path / "none.jsonl")))
 
     tiers = {r["id"]: r["memory_type"] for r in hook.rows()}
     assert len(tiers) == 86
     assert sum(tiers[i] != "working" for i in ids) == 85  # every stale memory moved down
-    gc_events = hook.rows("SELECT count(*) AS n FROM lineage WHERE event IN "
-                          "('demote', 'archive', 'delete')")
-    assert gc_events[0]["n"] >= 85
+    gc_events = [e for _, e in hook.lineage() if e in ("demote", "archive", "delete")]
+    assert len(gc_events) >= 85
 
 
 def test_stop_gc_share_looks_at_no_more_than_its_bound(
@@ -341,16 +379,10 @@ def test_stop_gc_share_looks_at_no_more_than_its_bound(
 
     stale = [(f"Old note {i} about shard {i}.", {"importance": 0.0, "memory_type": "working"})
              for i in range(hooks.GC_SHARE + 40)]
-    asyncio.run(seed(hook.db, stale, background=False))
-    conn = sqlite3.connect(hook.db)
-    with conn:
-        conn.execute("UPDATE memories SET created_at = created_at - 2592000, "
-                     "accessed_at = accessed_at - 2592000")
-    conn.close()
+    asyncio.run(seed(hook.settings, stale, background=False, age_days=30))
     assert_quiet(hook.run("stop", stop_input(tmp_path / "none.jsonl")))
-    changed = hook.rows("SELECT count(DISTINCT memory_id) AS n FROM lineage "
-                        "WHERE event IN ('demote', 'archive', 'delete')")
-    assert 0 < changed[0]["n"] <= hooks.GC_SHARE
+    changed = {m for m, e in hook.lineage() if e in ("demote", "archive", "delete")}
+    assert 0 < len(changed) <= hooks.GC_SHARE
 
 
 # --------------------------------------------------------------- pre-compact
@@ -377,7 +409,7 @@ def test_pre_compact_catches_up_every_exchange_once(hook: Hook, transcript: Tran
     rows = hook.rows()
     assert sorted(r["content"].split("\n")[0] for r in rows) == [
         f"User: Question {i} about the export job?" for i in range(3)]
-    assert [json.loads(r["metadata"])["source"] for r in rows] == [
+    assert [r["metadata"]["source"] for r in rows] == [
         "hook:stop", "hook:pre-compact", "hook:pre-compact"]
     assert all(r["access_count"] == 0 for r in rows)
 
@@ -416,7 +448,7 @@ UNRELATED: list[tuple[str, dict[str, Any]]] = [
 
 
 async def test_prompt_injects_relevant_memories_in_a_compact_block(hook: Hook) -> None:
-    await seed(hook.db, [(EXPORT_FACT, {"importance": 0.7, "memory_type": "semantic"}),
+    await seed(hook.settings, [(EXPORT_FACT, {"importance": 0.7, "memory_type": "semantic"}),
                          *UNRELATED])
     text = hook.context("user-prompt-submit",
                         prompt_input("Why did the nightly export job time out last week?"))
@@ -429,12 +461,13 @@ async def test_prompt_injects_relevant_memories_in_a_compact_block(hook: Hook) -
     assert time.strftime("%Y-%m-%d", time.gmtime()) in lines[1]
 
 
+@pytest.mark.sqlite_only  # holds SQLite's write lock with a connection of its own
 async def test_prompt_context_survives_another_process_holding_the_write_lock(
     hook: Hook,
 ) -> None:
     """A long write elsewhere (an import, a GC) must not cost the prompt its context: the
     hook waits about a second for its bookkeeping write, then injects anyway."""
-    await seed(hook.db, [(EXPORT_FACT, {"importance": 0.7})])
+    await seed(hook.settings, [(EXPORT_FACT, {"importance": 0.7})])
     blocker = sqlite3.connect(hook.db, isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")
     try:
@@ -447,7 +480,7 @@ async def test_prompt_context_survives_another_process_holding_the_write_lock(
 
 
 async def test_prompt_prints_nothing_when_nothing_is_relevant(hook: Hook) -> None:
-    await seed(hook.db, UNRELATED)
+    await seed(hook.settings, UNRELATED)
     proc = hook.run("user-prompt-submit",
                     prompt_input("How do I rotate the Kubernetes ingress certificate?"))
     assert_quiet(proc)
@@ -456,13 +489,13 @@ async def test_prompt_prints_nothing_when_nothing_is_relevant(hook: Hook) -> Non
 @pytest.mark.parametrize("prompt", ["ok", "thanks!", "Thank you", "go on", "/compact",
                                     "/memory export", "  ", "y", "continue please"])
 async def test_trivial_prompts_inject_nothing(hook: Hook, prompt: str) -> None:
-    await seed(hook.db, [(f"Note about {prompt} and the export job retries.", {})])
+    await seed(hook.settings, [(f"Note about {prompt} and the export job retries.", {})])
     assert_quiet(hook.run("user-prompt-submit", prompt_input(prompt)))
 
 
 async def test_prompt_merges_project_and_global_without_duplicates(hook: Hook) -> None:
     rule = "Rule: export jobs must log their retry count at INFO level."
-    await seed(hook.db, [
+    await seed(hook.settings, [
         (EXPORT_FACT, {}),
         (rule, {}),  # the same text in the project ...
         (rule, {"namespace": GLOBAL_NAMESPACE}),  # ... and the global namespace
@@ -489,7 +522,7 @@ async def test_prompt_does_not_repeat_a_memory_until_the_session_is_compacted(
     # words → 250 tokens), so the export fact only ever reaches the context through prompts.
     filler = [(f"Onboarding note {i}: " + " ".join(["welcome"] * 189), {"importance": 1.0})
               for i in range(8)]
-    await seed(hook.db, [(EXPORT_FACT, {"importance": 0.0}), *filler])
+    await seed(hook.settings, [(EXPORT_FACT, {"importance": 0.0}), *filler])
     ask = prompt_input("Why did the nightly export job time out?")
     assert EXPORT_FACT in (hook.context("user-prompt-submit", ask) or "")
     assert_quiet(hook.run("user-prompt-submit", ask))
@@ -511,24 +544,23 @@ async def test_prompt_does_not_repeat_a_memory_until_the_session_is_compacted(
 
 
 async def test_prompt_counts_an_access_for_what_it_injected(hook: Hook) -> None:
-    (fact_id,) = await seed(hook.db, [(EXPORT_FACT, {})])
+    (fact_id,) = await seed(hook.settings, [(EXPORT_FACT, {})])
     hook.context("user-prompt-submit", prompt_input("Why did the nightly export time out?"))
-    (row,) = hook.rows("SELECT access_count FROM memories WHERE id = ?", (fact_id,))
+    (row,) = [r for r in hook.rows() if r["id"] == fact_id]
     assert row["access_count"] == 1
-    (rec,) = hook.rows("SELECT session_id, memory_id FROM hook_injections")
-    assert (rec["session_id"], rec["memory_id"]) == (SESSION, fact_id)
+    assert injected_ids(hook.settings, SESSION) == {fact_id}
 
 
 async def test_prompt_context_stays_under_the_output_cap(hook: Hook) -> None:
     filler = " ".join(f"word{i}" for i in range(400))
-    await seed(hook.db, [(f"Export job note {i}: {filler}", {"namespace": ns})
+    await seed(hook.settings, [(f"Export job note {i}: {filler}", {"namespace": ns})
                          for i in range(30) for ns in (PROJECT, GLOBAL_NAMESPACE)])
     text = hook.context("user-prompt-submit", prompt_input("export job note word1 word2"))
     assert text is not None and len(text) <= 10_000
 
 
 async def test_a_huge_prompt_is_cut_before_querying(hook: Hook) -> None:
-    await seed(hook.db, [(EXPORT_FACT, {})])
+    await seed(hook.settings, [(EXPORT_FACT, {})])
     prompt = "Why did the nightly export job time out? " + "export job timed out; " * 250_000
     assert len(prompt) > 5_000_000
     assert hook.context("user-prompt-submit", prompt_input(prompt)) is not None
@@ -536,14 +568,14 @@ async def test_a_huge_prompt_is_cut_before_querying(hook: Hook) -> None:
 
 def test_prompt_with_no_database_creates_none(hook: Hook) -> None:
     assert_quiet(hook.run("user-prompt-submit", prompt_input("Why does the export time out?")))
-    assert not hook.db.exists()
+    assert hook.left_no_store()
 
 
 # ------------------------------------------------------------- session-start
 
 
 async def test_session_start_loads_project_context(hook: Hook) -> None:
-    await seed(hook.db, [
+    await seed(hook.settings, [
         ("Architecture: the API is FastAPI behind nginx; jobs run on Celery.",
          {"importance": 0.9, "memory_type": "semantic"}),
         ("Global: prefer small commits.", {"namespace": GLOBAL_NAMESPACE, "importance": 0.8}),
@@ -563,7 +595,7 @@ async def test_session_start_loads_project_context(hook: Hook) -> None:
 def test_session_start_on_an_empty_or_missing_store_prints_nothing(hook: Hook) -> None:
     payload = {"session_id": SESSION, "cwd": PROJECT, "source": "startup"}
     assert_quiet(hook.run("session-start", payload))
-    assert not hook.db.exists()
+    assert hook.left_no_store()
 
 
 # ----------------------------------------------------------- launcher, config
@@ -713,13 +745,14 @@ async def test_one_pass_packs_each_namespace_into_its_own_budget(
     assert empty[PROJECT].memories == []
 
 
+@pytest.mark.sqlite_only  # holds SQLite's write lock with a connection of its own
 @pytest.mark.parametrize("source", ["startup", "compact"])
 async def test_session_start_under_a_held_write_lock_says_one_line_at_most(
     hook: Hook, source: str
 ) -> None:
     """Another process holding the write lock (a long GC batch, an import) costs session
     start its bookkeeping writes, never its context, and at most one line on stderr."""
-    await seed(hook.db, [("Architecture: the API is FastAPI behind nginx.",
+    await seed(hook.settings, [("Architecture: the API is FastAPI behind nginx.",
                           {"importance": 0.9, "memory_type": "semantic"})])
     blocker = sqlite3.connect(hook.db, isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")

@@ -1,6 +1,7 @@
 """Hooks never get in the user's way: every bad input or broken store → exit 0, nothing on
 stdout, at most one line on stderr. Plus what the hook process may import, and the namespace
-it writes to (the server's, for the same environment)."""
+it writes to (the server's, for the same environment). Each backend in turn, but for the
+tests of a broken SQLite file (sqlite_only)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pma_mcp.config import GLOBAL_NAMESPACE
+from pma_mcp.config import GLOBAL_NAMESPACE, Settings
 from tests.test_hooks import (
     PROJECT,
     REPLY,
@@ -29,8 +30,8 @@ from tests.test_hooks import (
 
 
 @pytest.fixture
-def hook(tmp_path: Path) -> Hook:
-    return make_hook(tmp_path)
+def hook(tmp_path: Path, store_settings: Settings) -> Hook:
+    return make_hook(tmp_path, store_settings)
 
 EVENTS = ["session-start", "user-prompt-submit", "stop", "pre-compact"]
 FIVE_MB = "Why does the export job hang? " + "x" * 5_000_000
@@ -84,6 +85,7 @@ def _broken_db_paths(tmp_path: Path) -> dict[str, Path]:
     }
 
 
+@pytest.mark.sqlite_only  # broken SQLite files and folders
 @pytest.mark.parametrize("event", EVENTS)
 @pytest.mark.parametrize("broken", ["parent-is-a-file", "not-a-database", "proc", "a-directory"])
 def test_unusable_database_fails_open(
@@ -105,6 +107,7 @@ def test_bad_configuration_fails_open(hook: Hook, event: str) -> None:
         assert_quiet(hook.run(event, payload, env=env))
 
 
+@pytest.mark.sqlite_only  # the SQLite file's folder and mode
 def test_missing_database_directory_is_created_by_the_first_save(
     hook: Hook, tmp_path: Path
 ) -> None:
@@ -152,7 +155,7 @@ HEAVY = ("mcp", "sklearn", "scipy", "numpy", "pydantic", "tiktoken")
 async def test_hook_path_imports_neither_mcp_nor_scikit_learn(
     hook: Hook, tmp_path: Path, event: str
 ) -> None:
-    await seed(hook.db, [(f"Export job note {i}: retries capped at {i}.", {})
+    await seed(hook.settings, [(f"Export job note {i}: retries capped at {i}.", {})
                          for i in range(90)], background=False)  # past the GC threshold
     transcript = Transcript(tmp_path / "t.jsonl")
     transcript.exchange("Why does the nightly export job time out?", REPLY)
@@ -230,7 +233,7 @@ def test_hook_and_server_resolve_the_same_namespace(
     if case == "root":
         # No project: the server uses the global namespace, but the hook does not save a
         # conversation there, where every project would see it.
-        assert server == GLOBAL_NAMESPACE
+        assert server == hook.settings.global_namespace
         assert hook.rows() == []
         return
     (row,) = hook.rows()
@@ -245,7 +248,7 @@ def test_saving_to_the_global_namespace_takes_an_explicit_choice(
     payload = {**stop_input(tmp_path / "none.jsonl"), "cwd": "/"}
     assert_quiet(hook.run("stop", payload, env={"PMA_NAMESPACE": GLOBAL_NAMESPACE}))
     (row,) = hook.rows()
-    assert row["namespace"] == GLOBAL_NAMESPACE
+    assert row["namespace"] == hook.settings.global_namespace  # default/<author> on PostgreSQL
 
 
 def test_namespace_from_input_cwd_beats_the_hook_process_cwd(hook: Hook, tmp_path: Path) -> None:

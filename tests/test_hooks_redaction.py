@@ -1,8 +1,8 @@
 """No secret pasted into a conversation reaches the database through the real Stop hook.
 
-Each sample is a realistic line holding one synthetic secret; the test reads the raw database
-file (and its WAL) afterwards, so the index, lineage and metadata are checked too, not only
-the memory text.
+Each sample is a realistic line holding one synthetic secret; the test reads the raw store
+afterwards (the SQLite file and its WAL, or every row of the PostgreSQL schema), so the index,
+lineage and metadata are checked too, not only the memory text. Each backend in turn.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from pma_mcp.config import Settings
+from tests.backends import stored_bytes
 from tests.test_hooks import (
     REPLY,
     Hook,
@@ -22,8 +24,8 @@ from tests.test_hooks import (
 
 
 @pytest.fixture
-def hook(tmp_path: Path) -> Hook:
-    return make_hook(tmp_path)
+def hook(tmp_path: Path, store_settings: Settings) -> Hook:
+    return make_hook(tmp_path, store_settings)
 
 # (kind, line as it would appear in a prompt or reply, the secret part that must not survive)
 SECRETS: list[tuple[str, str, str]] = [
@@ -89,11 +91,6 @@ SECRETS: list[tuple[str, str, str]] = [
 ]
 
 
-def database_bytes(db: Path) -> bytes:
-    """The database file and its write-ahead log, as stored on disk."""
-    return b"".join(p.read_bytes() for p in (db, Path(f"{db}-wal")) if p.exists())
-
-
 def test_the_corpus_is_large_and_distinct() -> None:
     assert len(SECRETS) >= 20
     assert len({secret for _, _, secret in SECRETS}) == len(SECRETS)
@@ -112,7 +109,7 @@ def test_secret_never_reaches_the_database(
 
     (row,) = hook.rows()
     assert "[REDACTED:" in row["content"] and "Rotate it now." in row["content"]
-    assert secret.encode() not in database_bytes(hook.db), kind
+    assert secret.encode() not in stored_bytes(hook.settings), kind
 
 
 def test_redaction_can_be_switched_off(hook: Hook, tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """The prompt hook adds what the session does not already hold, and a first store works.
 
-Hooks run as subprocesses with Claude Code's input shapes (helpers from test_hooks).
+Hooks run as subprocesses with Claude Code's input shapes (helpers from test_hooks), on each
+backend (test_hooks' `hook` fixture).
 """
 
 from __future__ import annotations
@@ -40,10 +41,10 @@ def _start(source: str) -> dict[str, str]:
 async def test_this_sessions_own_exchanges_are_not_injected_until_compaction(
     hook: Hook, transcript: Transcript
 ) -> None:
-    await seed(hook.db, FILLER)
+    await seed(hook.settings, FILLER)
     transcript.exchange(QUESTION, "Looking.")
     assert_quiet(hook.run("stop", stop_input(transcript.write())))
-    assert len(hook.rows(f"SELECT * FROM memories WHERE namespace = '{PROJECT}'")) == 9
+    assert len([r for r in hook.rows() if r["namespace"] == PROJECT]) == 9
 
     # The transcript still holds the exchange: repeating it would only cost context.
     assert_quiet(hook.run("user-prompt-submit", prompt_input(FOLLOW_UP)))
@@ -62,7 +63,7 @@ async def test_this_sessions_own_exchanges_are_not_injected_until_compaction(
 async def test_an_exchange_saved_after_compaction_stays_out_again(
     hook: Hook, transcript: Transcript
 ) -> None:
-    await seed(hook.db, [])
+    await seed(hook.settings, [])
     hook.context("session-start", _start("compact"))
     transcript.exchange(QUESTION, "Looking.")
     assert_quiet(hook.run("stop", stop_input(transcript.write())))

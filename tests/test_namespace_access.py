@@ -8,6 +8,7 @@ nothing. Checked in-process (the SDK's in-memory Client) and through a real stdi
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from pma_mcp.budget import WordEstimate
 from pma_mcp.config import Settings, namespace_allowed
 from pma_mcp.server import build_server
 from pma_mcp.service import MemoryService
+from tests.backends import store_env
 from tests.conftest import PROJECT
 from tests.reliability import checks
 
@@ -29,8 +31,8 @@ def text(result: CallToolResult) -> str:
     return "\n".join(c.text for c in result.content if isinstance(c, TextContent))
 
 
-async def seed_other(db: Path) -> str:
-    async with await MemoryService.open(Settings(db_path=db, namespace=OTHER),
+async def seed_other(store: Settings) -> str:
+    async with await MemoryService.open(replace(store, namespace=OTHER),
                                         counter=WordEstimate()) as other:
         added = await other.add("The other project's deploy key rotates monthly")
     return added.memory.id
@@ -52,11 +54,12 @@ def test_read_namespaces_are_parsed_canonical_and_matched(tmp_path: Path) -> Non
     assert Settings.from_env({"PMA_NAMESPACE": PROJECT}).read_namespaces == ()
 
 
-async def test_another_projects_namespace_is_refused_by_every_tool(tmp_path: Path) -> None:
-    db = tmp_path / "store.db"
-    secret = await seed_other(db)
-    before = checks.snapshot(db, full=True)
-    app = build_server(Settings(db_path=db, namespace=PROJECT), counter=WordEstimate())
+async def test_another_projects_namespace_is_refused_by_every_tool(
+    store_settings: Settings,
+) -> None:
+    secret = await seed_other(store_settings)
+    before = checks.snapshot(store_settings, full=True)
+    app = build_server(store_settings, counter=WordEstimate())
     calls: list[tuple[str, dict[str, Any]]] = [
         ("remember", {"content": "planted into the other project"}),
         ("remember", {"content": "a correction", "supersedes": secret}),
@@ -72,12 +75,13 @@ async def test_another_projects_namespace_is_refused_by_every_tool(tmp_path: Pat
                 message = text(result)
                 assert "PMA_READ_NAMESPACES" in message and PROJECT in message, message
                 assert secret not in message
-    assert checks.snapshot(db, full=True) == before
+    assert checks.snapshot(store_settings, full=True) == before
 
 
-async def test_listed_namespaces_and_own_spellings_are_usable(tmp_path: Path) -> None:
-    db = tmp_path / "store.db"
-    settings = Settings(db_path=db, namespace=PROJECT, read_namespaces=("locomo/*",))
+async def test_listed_namespaces_and_own_spellings_are_usable(
+    store_settings: Settings,
+) -> None:
+    settings = replace(store_settings, read_namespaces=("locomo/*",))
     app = build_server(settings, counter=WordEstimate())
     async with Client(app, raise_exceptions=True) as client:
         stored = await client.call_tool("remember", {
@@ -91,7 +95,8 @@ async def test_listed_namespaces_and_own_spellings_are_usable(tmp_path: Path) ->
                                                   "namespace": PROJECT + "/"})
         assert own.structured_content is not None
         assert own.structured_content["namespace"] == PROJECT  # the canonical spelling
-        glob = await client.call_tool("memory_stats", {"namespace": "default"})
+        glob = await client.call_tool("memory_stats",
+                                      {"namespace": settings.global_namespace})
         assert not glob.is_error
         refused = await client.call_tool("memory_stats", {"namespace": "locomo"})
         assert refused.is_error
@@ -112,15 +117,16 @@ async def test_unknown_arguments_are_named_with_the_accepted_ones(tmp_path: Path
         assert bare.is_error and "Accepted arguments: namespace" in text(bare)
 
 
-async def test_stdio_server_honours_pma_read_namespaces(tmp_path: Path) -> None:
-    db = tmp_path / "store.db"
-    await seed_other(db)
+async def test_stdio_server_honours_pma_read_namespaces(
+    tmp_path: Path, store_settings: Settings
+) -> None:
+    await seed_other(store_settings)
     project = tmp_path / "acme"
     project.mkdir()
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "pma_mcp"], cwd=str(project),
-        env={"PMA_DB_PATH": str(db), "PMA_READ_NAMESPACES": "locomo/*", "HOME": str(tmp_path),
-             "TIKTOKEN_CACHE_DIR": ""},
+        env={**store_env(store_settings), "PMA_READ_NAMESPACES": "locomo/*",
+             "HOME": str(tmp_path), "TIKTOKEN_CACHE_DIR": ""},
     )
     async with Client(params) as client:
         refused = await client.call_tool("recall", {"query": "deploy key", "namespace": OTHER})

@@ -6,6 +6,8 @@ The composite (what results show, what GC uses) stays the seed's; the order is
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from pma_mcp.config import Settings, Weights
@@ -13,6 +15,12 @@ from pma_mcp.models import ScoreBreakdown
 from pma_mcp.scoring import relevance_rank
 from pma_mcp.service import MemoryService
 from tests.conftest import FakeClock
+
+
+@pytest.fixture
+def settings(store_settings: Settings) -> Settings:
+    """Every test here that opens a store runs on each backend (tests/backends.py)."""
+    return store_settings
 
 ANSWER = "Melanie: I painted a sunrise over the lake last summer, it hangs in the kitchen"
 LOOSE = "Caroline: what a lovely summer, we went to the lake again"
@@ -89,13 +97,9 @@ async def test_query_less_requests_still_rank_by_composite(
 
 
 async def test_similarity_only_weights_rank_on_similarity(
-    tmp_path: object, clock: FakeClock
+    settings: Settings, clock: FakeClock
 ) -> None:
-    from pathlib import Path
-
-    assert isinstance(tmp_path, Path)
-    settings = Settings(db_path=tmp_path / "w.db", namespace="p",
-                        weights=Weights(1.0, 0.0, 0.0, 0.0))
+    settings = replace(settings, namespace="p", weights=Weights(1.0, 0.0, 0.0, 0.0))
     async with await MemoryService.open(settings, clock=clock) as service:
         await service.add(ANSWER)
         clock.advance(24 * 30)

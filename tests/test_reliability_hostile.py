@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
 import pytest
 
+from pma_mcp.config import Settings
 from tests.reliability import checks
 from tests.reliability.hostile import (
     Outcome,
@@ -38,14 +40,18 @@ from tests.reliability.hostile import (
 )
 from tests.reliability.procs import run_hook
 
+POSTGRES_EVERY = 3
 FILES = ("tool_arguments.jsonl", "queries.jsonl", "jsonrpc_lines.jsonl", "hook_inputs.jsonl")
 
 
 @pytest.fixture
-async def world(tmp_path: Path) -> World:
-    db = tmp_path / "hostile.db"
-    own, other, shared = await seed(db)
-    return World(db, own, other, shared, tmp_path, make_transcripts(tmp_path))
+async def world(tmp_path: Path, store_settings: Settings) -> World:
+    """The seeded store, on each backend (tests/backends.py): the whole corpus on SQLite,
+    every third case on PostgreSQL (each case's snapshots cost server round trips there)."""
+    own, other, shared = await seed(store_settings)
+    return World(store_settings.db_path, own, other, shared, tmp_path,
+                 make_transcripts(tmp_path), store_settings,
+                 every=POSTGRES_EVERY if store_settings.database_url else 1)
 
 
 def report(outcomes: Sequence[Outcome]) -> str:
@@ -53,9 +59,9 @@ def report(outcomes: Sequence[Outcome]) -> str:
     return f"{len(lines)} case(s) at fault:\n" + "\n".join(lines[:40])
 
 
-async def assert_store_sound(db: Path) -> None:
-    assert checks.integrity(db) == "ok"
-    result = await checks.consistency_of(db)
+def assert_store_sound(where: checks.Where) -> None:
+    assert checks.integrity(where) == "ok"
+    result = checks.consistency(where)
     assert result.ok, result
 
 
@@ -68,20 +74,23 @@ def test_the_corpus_holds_at_least_300_distinct_cases() -> None:
         assert len(ids) == len(set(ids)), f"repeated case ids in {name}"
 
 
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
+@pytest.mark.parametrize("mode", [
+    "legacy",
+    pytest.param("auto", marks=pytest.mark.sqlite_only),  # the SDK's dispatch, not the store's
+])
 async def test_tool_arguments_in_process(world: World, mode: Literal["auto", "legacy"]) -> None:
     outcomes = await run_tool_cases(world, mode)
-    assert len(outcomes) == len(load("tool_arguments.jsonl"))
+    assert len(outcomes) == len(world.cases("tool_arguments.jsonl"))
     at_fault = [o for o in outcomes if o.problems]
     assert not at_fault, report(at_fault)
-    await assert_store_sound(world.db)
+    assert_store_sound(world.where)
 
 
 async def test_fts_and_sql_syntax_in_queries(world: World) -> None:
     outcomes = await run_query_cases(world)
     at_fault = [o for o in outcomes if o.problems]
     assert not at_fault, report(at_fault)
-    await assert_store_sound(world.db)
+    assert_store_sound(world.where)
 
 
 async def test_raw_json_rpc_lines_and_tool_subset_over_stdio(world: World) -> None:
@@ -90,7 +99,7 @@ async def test_raw_json_rpc_lines_and_tool_subset_over_stdio(world: World) -> No
     assert code == 0
     at_fault = [o for o in outcomes if o.problems]
     assert not at_fault, report(at_fault)
-    await assert_store_sound(world.db)
+    assert_store_sound(world.where)
 
 
 async def test_hook_inputs_fail_open(world: World) -> None:
@@ -98,8 +107,8 @@ async def test_hook_inputs_fail_open(world: World) -> None:
     assert len(outcomes) == len(hook_runs(world))
     at_fault = [o for o in outcomes if o.problems]
     assert not at_fault, report(at_fault)
-    await assert_store_sound(world.db)
-    for table, column, value in checks.text_values(world.db):
+    assert_store_sound(world.where)
+    for table, column, value in checks.text_values(world.where):
         assert "\x00" not in value, (table, column)
         value.encode("utf-8")  # no lone surrogate was stored
 
@@ -114,15 +123,15 @@ SAMPLE = {
 
 def test_a_sample_through_real_hook_processes(world: World) -> None:
     """The same judge on real `python -m pma_mcp hook` runs (what the forker stands in for)."""
-    runs = [r for r in hook_runs(world) if (r.case, r.event) in SAMPLE]
+    runs = [r for r in hook_runs(replace(world, every=1)) if (r.case, r.event) in SAMPLE]
     assert len(runs) == len(SAMPLE)
     at_fault = []
     for run in runs:
-        before = checks.snapshot(world.db)
+        before = checks.snapshot(world.where)
         done = run_hook(run.event, run.stdin.read_bytes(), hook_env(world), world.tmp)
         outcome = judge_hook(run, done.returncode, done.stdout.decode("utf-8", "replace"),
                              done.stderr.decode("utf-8", "replace"),
-                             checks.snapshot(world.db) != before)
+                             checks.snapshot(world.where) != before)
         if outcome.problems:
             at_fault.append(outcome)
     assert not at_fault, report(at_fault)

@@ -2,7 +2,8 @@
 recalled, inspected, forgotten, superseded, merged by GC, or listed as related by a caller
 whose namespace is project B — not by id, id prefix, query, tag, graph label or GC.
 
-Both projects share one SQLite file, as they do in real use (one ~/.pma_store.db). B's memories
+Both projects share one store, as they do in real use (one ~/.pma_store.db, or a team's
+PostgreSQL database): each backend in turn, a fresh store per example. B's memories
 are drawn from the same small vocabulary, tags and entities as A's (often the very same text),
 so every lookup has something in A to wrongly find. Neither namespace is "default": the global
 namespace is visible from every project by design.
@@ -11,8 +12,9 @@ namespace is visible from every project by design.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import tempfile
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,8 +30,13 @@ from pma_mcp.config import GLOBAL_NAMESPACE, Settings, canonical_namespace
 from pma_mcp.errors import InvalidInput, NotFound, PmaError
 from pma_mcp.server import build_server
 from pma_mcp.service import MemoryService
+from tests import postgres
+from tests.backends import Backend
 from tests.conftest import FakeClock
 from tests.reliability import checks
+
+Stores = Callable[[], contextlib.AbstractContextManager[Settings]]
+"""A fresh, empty store per call (one per hypothesis example): its Settings, without namespace."""
 
 VOCAB = ("export retries webhook billing cache migration schema deploy rollback token queue "
          "worker timeout jitter replica index vacuum latency").split()
@@ -59,14 +66,32 @@ specs = st.builds(
 )
 
 
-def settings_for(db: Path, namespace: str) -> Settings:
+def settings_for(store: Settings, namespace: str) -> Settings:
     """Settings as a process resolves them (PMA_NAMESPACE is trimmed there)."""
-    return Settings.from_env({"PMA_DB_PATH": str(db), "PMA_NAMESPACE": namespace})
+    env = {"PMA_DB_PATH": str(store.db_path), "PMA_NAMESPACE": namespace}
+    if store.database_url:
+        env["PMA_DATABASE_URL"] = store.database_url
+    return Settings.from_env(env)
 
 
-def db_file() -> tuple[tempfile.TemporaryDirectory[str], Path]:
-    folder = tempfile.TemporaryDirectory(prefix="pma-isolation-")
-    return folder, Path(folder.name) / "shared.db"
+@pytest.fixture
+def stores(backend: Backend, request: pytest.FixtureRequest) -> Stores:
+    """New stores on the test's backend: a SQLite file in a temporary folder, or a schema of
+    its own on the session's PostgreSQL server."""
+    server: str | None = (request.getfixturevalue("postgres_server")
+                          if backend == "postgres" else None)
+
+    @contextlib.contextmanager
+    def fresh() -> Iterator[Settings]:
+        with tempfile.TemporaryDirectory(prefix="pma-isolation-") as folder:
+            db = Path(folder) / "shared.db"
+            if server is None:
+                yield Settings(db_path=db)
+                return
+            with postgres.fresh_schema(server) as url:
+                yield Settings(db_path=db, database_url=url)
+
+    return fresh
 
 
 async def expect_hidden(call: Awaitable[Any], a_ids: set[str]) -> None:
@@ -80,77 +105,76 @@ async def expect_hidden(call: Awaitable[Any], a_ids: set[str]) -> None:
     assert found not in a_ids, f"B reached A's memory {found}"
 
 
-async def check_isolation(a_ns: str, b_ns: str, a_specs: list[Spec], b_specs: list[Spec],
-                          b_copies_a: bool, prefix_len: int, hours: float) -> None:
-    folder, db = db_file()
-    with folder:
-        clock = FakeClock()
-        a = await MemoryService.open(settings_for(db, a_ns), clock=clock,
-                                     counter=WordEstimate())
-        b = await MemoryService.open(settings_for(db, b_ns), clock=clock,
-                                     counter=WordEstimate())
-        try:
-            a_ids: set[str] = set()
-            for s in a_specs:
-                added = await a.add(s.content, importance=s.importance, memory_type=s.tier,
-                                    tags=s.tags, linked_entities=s.entities, session_id="s1")
-                a_ids.add(added.memory.id)
-            # B stores the same text (must be a new memory of B's, not a reinforcement of A's).
-            for s in (a_specs if b_copies_a else []) + b_specs:
-                added = await b.add(s.content, importance=s.importance, memory_type=s.tier,
-                                    tags=s.tags, linked_entities=s.entities, session_id="s1")
-                assert added.memory.id not in a_ids
-                assert added.memory.namespace == b.namespace
-            before = {k: v for k, v in checks.row_dump(db).items() if k in a_ids}
-            lineage_before = [await a.repo.lineage(i) for i in sorted(a_ids)]
+async def check_isolation(store: Settings, a_ns: str, b_ns: str, a_specs: list[Spec],
+                          b_specs: list[Spec], b_copies_a: bool, prefix_len: int,
+                          hours: float) -> None:
+    clock = FakeClock()
+    a = await MemoryService.open(settings_for(store, a_ns), clock=clock,
+                                 counter=WordEstimate())
+    b = await MemoryService.open(settings_for(store, b_ns), clock=clock,
+                                 counter=WordEstimate())
+    try:
+        a_ids: set[str] = set()
+        for s in a_specs:
+            added = await a.add(s.content, importance=s.importance, memory_type=s.tier,
+                                tags=s.tags, linked_entities=s.entities, session_id="s1")
+            a_ids.add(added.memory.id)
+        # B stores the same text (must be a new memory of B's, not a reinforcement of A's).
+        for s in (a_specs if b_copies_a else []) + b_specs:
+            added = await b.add(s.content, importance=s.importance, memory_type=s.tier,
+                                tags=s.tags, linked_entities=s.entities, session_id="s1")
+            assert added.memory.id not in a_ids
+            assert added.memory.namespace == b.namespace
+        before = {k: v for k, v in checks.row_dump(store).items() if k in a_ids}
+        lineage_before = [await a.repo.lineage(i) for i in sorted(a_ids)]
 
-            for memory_id in a_ids:
-                for key in (memory_id, memory_id[:prefix_len], memory_id.upper()):
-                    await expect_hidden(b.get(key), a_ids)
-                    await expect_hidden(b.inspect(key, query="export"), a_ids)
-                    await expect_hidden(b.delete(key), a_ids)
-                    await expect_hidden(b.add("a correction", supersedes=key), a_ids)
-                with pytest.raises(PmaError):
-                    await b.lineage_of(memory_id)
-            for s in a_specs:
-                for query in (s.content, s.content.split()[0], ""):
-                    found = await b.search(query, limit=50)
-                    assert not {r.memory.id for r in found} & a_ids
-                    pack = await b.get_context(query, token_budget=100_000)
-                    assert not {r.memory.id for r in pack.memories} & a_ids
-                    packs = await b.get_contexts(query, {b.namespace: 50_000,
-                                                         GLOBAL_NAMESPACE: 50_000})
-                    assert not {r.memory.id for p in packs.values() for r in p.memories} & a_ids
-                for label in [*s.tags, *s.entities]:
-                    if label.strip():
-                        related = await b.related(label)
-                        assert not {m.id for m in related.memories} & a_ids
-                if s.tags:
-                    found = await b.search("", tags=s.tags, limit=50)
-                    assert not {r.memory.id for r in found} & a_ids
-            assert (await b.stats()).total == await b.count()
-            exported = await b.export()
-            assert not {r["id"] for r in exported["memories"]} & a_ids
+        for memory_id in a_ids:
+            for key in (memory_id, memory_id[:prefix_len], memory_id.upper()):
+                await expect_hidden(b.get(key), a_ids)
+                await expect_hidden(b.inspect(key, query="export"), a_ids)
+                await expect_hidden(b.delete(key), a_ids)
+                await expect_hidden(b.add("a correction", supersedes=key), a_ids)
+            with pytest.raises(PmaError):
+                await b.lineage_of(memory_id)
+        for s in a_specs:
+            for query in (s.content, s.content.split()[0], ""):
+                found = await b.search(query, limit=50)
+                assert not {r.memory.id for r in found} & a_ids
+                pack = await b.get_context(query, token_budget=100_000)
+                assert not {r.memory.id for r in pack.memories} & a_ids
+                packs = await b.get_contexts(query, {
+                    b.namespace: 50_000, b.settings.global_namespace: 50_000})
+                assert not {r.memory.id for p in packs.values() for r in p.memories} & a_ids
+            for label in [*s.tags, *s.entities]:
+                if label.strip():
+                    related = await b.related(label)
+                    assert not {m.id for m in related.memories} & a_ids
+            if s.tags:
+                found = await b.search("", tags=s.tags, limit=50)
+                assert not {r.memory.id for r in found} & a_ids
+        assert (await b.stats()).total == await b.count()
+        exported = await b.export()
+        assert not {r["id"] for r in exported["memories"]} & a_ids
 
-            clock.advance(hours)  # old enough for GC to demote, archive, delete and merge in B
-            preview = await b.gc_preview()
-            result = await b.gc_run()
-            touched = {d.memory_id for d in result.decisions} | {
-                d.merge_into for d in result.decisions if d.merge_into}
-            assert not touched & a_ids
-            assert not {d.memory_id for d in preview.to_merge + preview.to_delete} & a_ids
+        clock.advance(hours)  # old enough for GC to demote, archive, delete and merge in B
+        preview = await b.gc_preview()
+        result = await b.gc_run()
+        touched = {d.memory_id for d in result.decisions} | {
+            d.merge_into for d in result.decisions if d.merge_into}
+        assert not touched & a_ids
+        assert not {d.memory_id for d in preview.to_merge + preview.to_delete} & a_ids
 
-            after = {k: v for k, v in checks.row_dump(db).items() if k in a_ids}
-            assert after == before, "a call from B changed A's memories"
-            assert [await a.repo.lineage(i) for i in sorted(a_ids)] == lineage_before
-            assert (await a.repo.check_consistency()).ok
-        finally:
-            await a.close()
-            await b.close()
+        after = {k: v for k, v in checks.row_dump(store).items() if k in a_ids}
+        assert after == before, "a call from B changed A's memories"
+        assert [await a.repo.lineage(i) for i in sorted(a_ids)] == lineage_before
+        assert (await a.repo.check_consistency()).ok
+    finally:
+        await a.close()
+        await b.close()
 
 
 @settings(max_examples=40, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow])
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(
     pair=st.tuples(namespaces, namespaces).filter(
         lambda p: canonical_namespace(p[0]) != canonical_namespace(p[1])),
@@ -161,11 +185,12 @@ async def check_isolation(a_ns: str, b_ns: str, a_specs: list[Spec], b_specs: li
     hours=st.sampled_from([0.0, 5.0, 80.0, 24.0 * 40]),
 )
 def test_another_namespace_never_sees_or_changes_a_memory(
-    pair: tuple[str, str], a_specs: list[Spec], b_specs: list[Spec], b_copies_a: bool,
-    prefix_len: int, hours: float,
+    stores: Stores, pair: tuple[str, str], a_specs: list[Spec], b_specs: list[Spec],
+    b_copies_a: bool, prefix_len: int, hours: float,
 ) -> None:
-    asyncio.run(check_isolation(pair[0], pair[1], a_specs, b_specs, b_copies_a, prefix_len,
-                                hours))
+    with stores() as store:
+        asyncio.run(check_isolation(store, pair[0], pair[1], a_specs, b_specs, b_copies_a,
+                                    prefix_len, hours))
 
 
 # ------------------------------------------------------------ through the MCP tools
@@ -175,41 +200,40 @@ def texts(content: list[Any]) -> str:
     return "\n".join(c.text for c in content if isinstance(c, TextContent))
 
 
-async def check_tools(a_ns: str, b_ns: str, spec: Spec, prefix_len: int) -> None:
-    folder, db = db_file()
-    with folder:
-        async with await MemoryService.open(settings_for(db, a_ns),
-                                            counter=WordEstimate()) as a:
-            added = await a.add(spec.content, tags=spec.tags, linked_entities=spec.entities)
-        secret = added.memory.id
-        before = checks.snapshot(db, full=True)
-        app = build_server(settings_for(db, b_ns), counter=WordEstimate())
-        async with Client(app, mode="legacy", raise_exceptions=True) as client:
-            for key in (secret, secret[:prefix_len]):
-                for tool in ("forget", "inspect"):
-                    result = await client.call_tool(tool, {"memory_id": key})
-                    assert result.is_error, (tool, key)
-                with pytest.raises(MCPError):
-                    await client.read_resource(f"memory://{key}")
-            calls: list[tuple[str, dict[str, Any]]] = [
-                ("recall", {"query": spec.content, "limit": 50}),
-                ("load_context", {"query": spec.content, "token_budget": 50_000}),
-                ("memory_stats", {}), ("gc_preview", {}), ("gc_run", {}),
-                *[("related", {"entity": label}) for label in spec.tags + spec.entities
-                  if label.strip()],
-            ]
-            for tool, args in calls:
-                result = await client.call_tool(tool, args)
-                assert not result.is_error, texts(result.content)
-                assert secret not in texts(result.content), tool
-            for tool, args in [*calls, ("remember", {"content": spec.content})]:
-                named = await client.call_tool(tool, {**args, "namespace": a_ns})  # by name
-                assert named.is_error and "PMA_READ_NAMESPACES" in texts(named.content), tool
-        assert checks.snapshot(db, full=True) == before
+async def check_tools(store: Settings, a_ns: str, b_ns: str, spec: Spec,
+                      prefix_len: int) -> None:
+    async with await MemoryService.open(settings_for(store, a_ns),
+                                        counter=WordEstimate()) as a:
+        added = await a.add(spec.content, tags=spec.tags, linked_entities=spec.entities)
+    secret = added.memory.id
+    before = checks.snapshot(store, full=True)
+    app = build_server(settings_for(store, b_ns), counter=WordEstimate())
+    async with Client(app, mode="legacy", raise_exceptions=True) as client:
+        for key in (secret, secret[:prefix_len]):
+            for tool in ("forget", "inspect"):
+                result = await client.call_tool(tool, {"memory_id": key})
+                assert result.is_error, (tool, key)
+            with pytest.raises(MCPError):
+                await client.read_resource(f"memory://{key}")
+        calls: list[tuple[str, dict[str, Any]]] = [
+            ("recall", {"query": spec.content, "limit": 50}),
+            ("load_context", {"query": spec.content, "token_budget": 50_000}),
+            ("memory_stats", {}), ("gc_preview", {}), ("gc_run", {}),
+            *[("related", {"entity": label}) for label in spec.tags + spec.entities
+              if label.strip()],
+        ]
+        for tool, args in calls:
+            result = await client.call_tool(tool, args)
+            assert not result.is_error, texts(result.content)
+            assert secret not in texts(result.content), tool
+        for tool, args in [*calls, ("remember", {"content": spec.content})]:
+            named = await client.call_tool(tool, {**args, "namespace": a_ns})  # by name
+            assert named.is_error and "PMA_READ_NAMESPACES" in texts(named.content), tool
+    assert checks.snapshot(store, full=True) == before
 
 
 @settings(max_examples=12, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow])
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(
     pair=st.tuples(namespaces, namespaces).filter(
         lambda p: canonical_namespace(p[0]) != canonical_namespace(p[1])),
@@ -217,6 +241,7 @@ async def check_tools(a_ns: str, b_ns: str, spec: Spec, prefix_len: int) -> None
     prefix_len=st.integers(6, 31),
 )
 def test_tools_of_a_server_in_another_namespace_never_reach_a_memory(
-    pair: tuple[str, str], spec: Spec, prefix_len: int
+    stores: Stores, pair: tuple[str, str], spec: Spec, prefix_len: int
 ) -> None:
-    asyncio.run(check_tools(pair[0], pair[1], spec, prefix_len))
+    with stores() as store:
+        asyncio.run(check_tools(store, pair[0], pair[1], spec, prefix_len))

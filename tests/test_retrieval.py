@@ -12,6 +12,12 @@ from pma_mcp.service import MemoryService
 from pma_mcp.store import lexical
 from pma_mcp.store.sqlite.repository import match_expression
 
+
+@pytest.fixture
+def settings(store_settings: Settings) -> Settings:
+    """Every test here that opens a store runs on each backend (tests/backends.py)."""
+    return store_settings
+
 FTS_SYNTAX = [
     '"', '""', "NEAR(", "NEAR(a b)", "*", "a*", "-", "-foo", "OR", "AND", "NOT", "^start",
     "content:", "labels:x", "'; DROP TABLE memories; --", "(", ")", "{a b}:c", "a + b",

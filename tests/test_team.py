@@ -30,6 +30,7 @@ from pma_mcp.models import ImportItem
 from pma_mcp.server import build_server
 from pma_mcp.service import MemoryService
 from pma_mcp.store.sqlite.schema import SCHEMA_VERSION
+from tests.backends import stored_bytes
 from tests.fixtures.make_fixtures import FIXTURE_MEMORIES, path_for
 from tests.test_hooks import SESSION, Hook, Transcript, hook_env, prompt_input, stop_input
 
@@ -350,18 +351,21 @@ async def test_a_fold_blocked_by_another_writer_waits_for_a_later_open(
 
 
 @pytest.fixture
-def team(tmp_path: Path) -> Iterator[dict[str, Any]]:
-    """Alice and Bob: one database (as a shared store would be), two homes, two checkouts
-    of one repository at different paths with different URL spellings."""
-    db = tmp_path / "store.db"
+def team(tmp_path: Path, store_settings: Settings) -> Iterator[dict[str, Any]]:
+    """Alice and Bob: one database (a shared store: a SQLite file, or a PostgreSQL schema),
+    two homes, two checkouts of one repository at different paths with different URL
+    spellings."""
+    db = store_settings.db_path
     people = {}
     for name, url in (("alice", SPELLINGS[0]), ("bob", SPELLINGS[1])):
         home = tmp_path / name
         repo = checkout(home / "src" / "api", url)
         (home / ".gitconfig").write_text(f"[user]\n\temail = {name}@acme.example\n")
-        env = {**hook_env(db, home), "GIT_CONFIG_NOSYSTEM": "1", "PMA_LOG_LEVEL": "DEBUG"}
-        people[name] = {"repo": repo, "home": home, "env": env, "hook": Hook(db=db, env=env)}
-    yield {"db": db, **people}
+        env = {**hook_env(db, home, store_settings), "GIT_CONFIG_NOSYSTEM": "1",
+               "PMA_LOG_LEVEL": "DEBUG"}
+        people[name] = {"repo": repo, "home": home, "env": env,
+                        "hook": Hook(db=db, env=env, store=store_settings)}
+    yield {"db": db, "store": store_settings, **people}
 
 
 def test_a_teammates_saved_exchange_reaches_the_others_prompt_with_its_author(
@@ -376,8 +380,8 @@ def test_a_teammates_saved_exchange_reaches_the_others_prompt_with_its_author(
     saved = alice["hook"].run("stop", stop_input(path, cwd=str(alice["repo"])),
                               cwd=alice["repo"])
     assert saved.returncode == 0 and saved.stdout == b"", saved.stderr
-    rows = alice["hook"].rows("SELECT namespace, author FROM memories")
-    assert [tuple(r) for r in rows] == [(NS, "alice@acme.example")]
+    rows = alice["hook"].rows()
+    assert [(r["namespace"], r["author"]) for r in rows] == [(NS, "alice@acme.example")]
 
     asked = bob["hook"].run(
         "user-prompt-submit",
@@ -392,7 +396,8 @@ def test_a_teammates_saved_exchange_reaches_the_others_prompt_with_its_author(
                           "cwd": str(bob["repo"]), "hook_event_name": "SessionStart",
                           "source": "startup"}, cwd=bob["repo"])
     assert started is not None and f"namespace {NS}" in started
-    for file in team["db"].parent.glob(team["db"].name + "*"):  # the file, its WAL, its shm
+    assert TOKEN.encode() not in stored_bytes(team["store"])  # the file and its WAL, or rows
+    for file in team["db"].parent.glob(team["db"].name + "*"):  # and its shm
         assert TOKEN.encode() not in file.read_bytes()
     for proc in (saved, asked):  # PMA_LOG_LEVEL=DEBUG: everything the hooks log
         assert TOKEN.encode() not in proc.stderr

@@ -1,12 +1,13 @@
-"""What a database file must satisfy after concurrent writers, crashes or hostile input.
+"""What a store must satisfy after concurrent writers, crashes or hostile input.
 
-Plain `sqlite3` reads for speed and independence from the code under test, plus the
-repository's own `check_consistency()` (the one `pma-mcp doctor` uses).
+A SQLite file (a Path) is read with plain `sqlite3`, for speed and independence from the code
+under test; a PostgreSQL store (Settings with a database_url) through the store's reads
+(tests/backends.py). Both add the store's own `check_consistency()` (the one `pma-mcp doctor`
+uses). The functions marked "SQLite" read the file itself.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import sqlite3
@@ -17,8 +18,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pma_mcp.config import Settings
 from pma_mcp.store.base import Consistency
-from pma_mcp.store.sqlite.repository import SQLiteStore
+from tests import backends
+
+Where = Path | Settings
+"""A SQLite file, or the Settings of a store on either backend."""
+
+
+def _postgres(where: Where) -> Settings | None:
+    """`where` when it names a PostgreSQL store, else None (the SQLite file is read)."""
+    return where if isinstance(where, Settings) and where.database_url else None
+
+
+def _file(where: Where) -> Path:
+    return where.db_path if isinstance(where, Settings) else where
 
 
 @contextmanager
@@ -30,8 +44,12 @@ def connect(db: Path) -> Iterator[sqlite3.Connection]:
         conn.close()
 
 
-def integrity(db: Path) -> str:
-    """`PRAGMA integrity_check` plus FTS5's own index check; "ok" when both pass."""
+def integrity(where: Where) -> str:
+    """`PRAGMA integrity_check` plus FTS5's own index check; "ok" when both pass. On
+    PostgreSQL the store's integrity_check (the server keeps its pages sound itself)."""
+    if pg := _postgres(where):
+        return backends.read_store(pg, lambda store: store.integrity_check())
+    db = _file(where)
     with connect(db) as conn:
         result = "\n".join(str(r[0]) for r in conn.execute("PRAGMA integrity_check"))
         if result != "ok":
@@ -46,37 +64,46 @@ def integrity(db: Path) -> str:
     return "ok"
 
 
-async def consistency_of(db: Path) -> Consistency:
-    repo = await SQLiteStore.open(str(db))
-    try:
-        return await repo.check_consistency()
-    finally:
-        await repo.close()
+def consistency(where: Where) -> Consistency:
+    """`check_consistency()` from sync or async code (it runs on a thread of its own)."""
+    store = where if isinstance(where, Settings) else Settings(db_path=where)
+    return backends.read_store(store, lambda opened: opened.check_consistency())
 
 
-def consistency(db: Path) -> Consistency:
-    """`check_consistency()` from synchronous code (not inside a running event loop)."""
-    return asyncio.run(consistency_of(db))
-
-
-def memory_ids(db: Path) -> set[str]:
-    with connect(db) as conn:
+def memory_ids(where: Where) -> set[str]:
+    if pg := _postgres(where):
+        return {m.id for m in backends.stored_memories(pg)}
+    with connect(_file(where)) as conn:
         return {str(r[0]) for r in conn.execute("SELECT id FROM memories")}
 
 
-def created_ids(db: Path) -> set[str]:
+def created_ids(where: Where) -> set[str]:
     """Memories with a `created` lineage event (lineage complete for every write)."""
-    with connect(db) as conn:
+    if pg := _postgres(where):
+        return {m for m, event in backends.lineage_events(pg) if event == "created"}
+    with connect(_file(where)) as conn:
         return {str(r[0]) for r in conn.execute(
             "SELECT DISTINCT memory_id FROM lineage WHERE event = 'created'")}
 
 
-def contents(db: Path) -> list[str]:
-    with connect(db) as conn:
+def contents(where: Where) -> list[str]:
+    if pg := _postgres(where):
+        return [m.content for m in backends.stored_memories(pg)]
+    with connect(_file(where)) as conn:
         return [str(r[0]) for r in conn.execute("SELECT content FROM memories")]
 
 
-def has_schema(db: Path) -> bool:
+def exists(where: Where) -> bool:
+    """The SQLite file exists (whatever it holds), or the PostgreSQL schema has tables."""
+    if pg := _postgres(where):
+        return backends.store_exists(pg)
+    return _file(where).exists()
+
+
+def has_schema(where: Where) -> bool:
+    if pg := _postgres(where):
+        return backends.store_exists(pg)
+    db = _file(where)
     if not db.exists():
         return False
     with connect(db) as conn:
@@ -119,9 +146,40 @@ FULL_QUERIES = {
 }
 
 
-def snapshot(db: Path, *, full: bool = False) -> Snapshot:
+PG_BOOKKEEPING = frozenset({"schema_version", "gc_cursors", "context_resets"})
+"""PostgreSQL tables in neither snapshot (as their SQLite counterparts are in no query above)."""
+PG_USAGE_TABLES = frozenset({"lineage", "hook_injections"})
+PG_USAGE_COLUMNS = frozenset({"access_count", "accessed_at"})
+"""What only the `full` snapshot holds: access counting, lineage, injections."""
+PG_TABLE = "pg:"
+"""Prefix of a PostgreSQL snapshot row's table (its row: the columns as sorted JSON)."""
+
+
+def content_part(full: Snapshot) -> Snapshot:
+    """The content snapshot inside a `full` one (what `snapshot(where)` would have read)."""
+    sqlite_rows = [r for r in full.rows if r[0] in CONTENT_QUERIES]
+    pg_rows = sorted((table, (_json({k: v for k, v in json.loads(row[0]).items()
+                                     if k not in PG_USAGE_COLUMNS}),))
+                     for table, row in full.rows if table.startswith(PG_TABLE)
+                     and table.removeprefix(PG_TABLE) not in PG_USAGE_TABLES)
+    return Snapshot(tuple(sqlite_rows + pg_rows))
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def snapshot(where: Where, *, full: bool = False) -> Snapshot:
     """Content snapshot (what a read may not change); `full`: everything (what a rejected
-    call may not change, not even an access count)."""
+    call may not change, not even an access count). On PostgreSQL the same, table by table:
+    every table but the bookkeeping ones SQLite's queries leave out too."""
+    if pg := _postgres(where):
+        assert pg.database_url is not None
+        every = Snapshot(tuple(sorted(
+            (PG_TABLE + table, (_json(json.loads(row)),)) for table, row
+            in backends.postgres_rows(pg.database_url, skip_tables=PG_BOOKKEEPING))))
+        return every if full else content_part(every)
+    db = _file(where)
     queries = {**CONTENT_QUERIES, **(FULL_QUERIES if full else {})}
     rows: list[tuple[str, tuple[Any, ...]]] = []
     if not db.exists():
@@ -132,10 +190,16 @@ def snapshot(db: Path, *, full: bool = False) -> Snapshot:
     return Snapshot(tuple(rows))
 
 
-def text_values(db: Path, *, blobs: bool = False) -> Iterator[tuple[str, str, str]]:
+def text_values(where: Where, *, blobs: bool = False) -> Iterator[tuple[str, str, str]]:
     """(table, column, value) for every text value of every table, FTS shadow tables too;
-    with `blobs`, BLOB values (the FTS index pages) decoded leniently as well."""
-    with connect(db) as conn:
+    with `blobs`, BLOB values (the FTS index pages) decoded leniently as well. On PostgreSQL
+    each whole row as text (column "*")."""
+    if pg := _postgres(where):
+        assert pg.database_url is not None
+        for table, row in backends.postgres_rows(pg.database_url):
+            yield table, "*", row
+        return
+    with connect(_file(where)) as conn:
         tables = [str(r[0]) for r in conn.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table'")]
         for table in tables:
@@ -162,9 +226,11 @@ def file_modes(db: Path) -> dict[str, int]:
     return modes
 
 
-def row_dump(db: Path) -> dict[str, dict[str, Any]]:
+def row_dump(where: Where) -> dict[str, dict[str, Any]]:
     """Each memory as a dict keyed by id (for before/after comparisons in readable form)."""
-    with connect(db) as conn:
+    if pg := _postgres(where):
+        return {str(row["id"]): row for row in backends.stored_rows(pg)}
+    with connect(_file(where)) as conn:
         conn.row_factory = sqlite3.Row
         out: dict[str, dict[str, Any]] = {}
         for row in conn.execute("SELECT * FROM memories"):

@@ -13,12 +13,12 @@ import sys
 from pathlib import Path
 
 from pma_mcp.budget import WordEstimate
-from pma_mcp.config import Settings
 from pma_mcp.service import MemoryService
+from tests.reliability.procs import settings_from_env
 
 
 async def run(db: Path, namespace: str) -> None:
-    settings = Settings(db_path=db, namespace=namespace)
+    settings = settings_from_env(db, namespace)
     async with await MemoryService.open(settings, counter=WordEstimate()) as service:
         print("planning", flush=True)
         result = await service.gc_run()

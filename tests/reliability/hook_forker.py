@@ -25,6 +25,7 @@ from pathlib import Path
 import pma_mcp.cli
 import pma_mcp.hooks  # imported once here, inherited by every child
 import pma_mcp.service
+from pma_mcp.config import Settings
 from tests.reliability import checks
 
 CHILD_DEADLINE = 120.0
@@ -75,11 +76,13 @@ def wait(pid: int) -> int:
 def main(plan_path: str, results_path: str) -> int:
     plan = json.loads(Path(plan_path).read_text())
     db = Path(plan["db"])
+    url = plan.get("database_url")
+    where: checks.Where = Settings(db_path=db, database_url=url) if url else db
     scratch = Path(tempfile.mkdtemp(prefix="hook-forker-"))
     out, err = scratch / "stdout", scratch / "stderr"
     with open(results_path, "w", encoding="utf-8") as results:
         for run in plan["runs"]:
-            before = checks.snapshot(db)
+            before = checks.snapshot(where)
             sys.stdout.flush()
             sys.stderr.flush()
             pid = os.fork()
@@ -90,7 +93,7 @@ def main(plan_path: str, results_path: str) -> int:
                 "case": run["case"], "event": run["event"], "exit": code,
                 "stdout": out.read_bytes().decode("utf-8", "replace"),
                 "stderr": err.read_bytes().decode("utf-8", "replace"),
-                "changed": checks.snapshot(db) != before,
+                "changed": checks.snapshot(where) != before,
             }
             results.write(json.dumps(record) + "\n")
     return 0

@@ -27,7 +27,7 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -38,6 +38,7 @@ from pma_mcp.budget import WordEstimate
 from pma_mcp.config import GLOBAL_NAMESPACE, Settings
 from pma_mcp.server import build_server
 from pma_mcp.service import MemoryService
+from tests.backends import store_env
 from tests.reliability import checks
 from tests.reliability.procs import REPO, RawServer, child_env
 
@@ -45,6 +46,9 @@ CORPUS = REPO / "tests" / "hostile"
 PROJECT = "/home/dev/acme-api"
 OTHER = "/home/dev/other-project"
 OTHER_MARKER = "zebracorn"
+AUTHOR = "dev@acme.test"
+"""Every process of a world stores as this person, so all share one global namespace (on a
+shared database the global namespace is the author's own: Settings.global_namespace)."""
 """A word only the other namespace's memories contain: it must never reach this project."""
 AMBIGUOUS = ("aaaaaa01" + "0" * 24, "aaaaaa02" + "0" * 24)
 LATE_ANSWER = 1.0
@@ -75,7 +79,7 @@ def corpus_size() -> dict[str, int]:
 
 @dataclass
 class World:
-    """The seeded database a corpus runs against, and what markers expand to."""
+    """The seeded store a corpus runs against, and what markers expand to."""
 
     db: Path
     own: list[str]
@@ -83,6 +87,30 @@ class World:
     global_: list[str]
     tmp: Path
     transcripts: dict[str, Path] = field(default_factory=dict)
+    store: Settings | None = None
+    """The store on its backend (store_settings); None: the SQLite file `db`."""
+    every: int = 1
+    """Replay every n-th case of each corpus file (a smaller size where each case costs more,
+    as on PostgreSQL, whose before/after snapshots are a server round trip each)."""
+
+    def cases(self, name: str) -> list[dict[str, Any]]:
+        """The corpus file's cases this world replays."""
+        return load(name)[::self.every]
+
+    @property
+    def where(self) -> checks.Where:
+        """What the checks read: the SQLite file, or the store's Settings."""
+        return self.store or self.db
+
+    @property
+    def settings(self) -> Settings:
+        """This project's Settings on the world's store, as every process here resolves them."""
+        return world_settings(self.store or self.db)
+
+    def env(self, home: Path, **extra: str) -> dict[str, str]:
+        """A child process's environment on the world's store."""
+        more = store_env(self.store) if self.store else {}
+        return child_env(self.db, home, PMA_AUTHOR=AUTHOR, **more, **extra)
 
     def memory(self, kind: str) -> str:
         return {"own": self.own[0], "other": self.other[0], "global": self.global_[0]}[kind]
@@ -119,6 +147,8 @@ def expand(value: Any, world: World) -> Any:
         return PROJECT
     if key == "$other_project":
         return OTHER
+    if key == "$global":
+        return world.settings.global_namespace
     if key == "$transcript":
         return str(world.transcripts[str(arg)])
     raise ValueError(f"unknown corpus marker {key}")
@@ -136,7 +166,13 @@ def raw_bytes(case: Mapping[str, Any], world: World) -> bytes:
     return json.dumps(value, allow_nan=True).encode("utf-8", "surrogatepass")
 
 
-async def seed(db: Path) -> tuple[list[str], list[str], list[str]]:
+def world_settings(store: Path | Settings) -> Settings:
+    """The project's Settings on a SQLite file or on `store`'s backend."""
+    base = Settings(db_path=store) if isinstance(store, Path) else store
+    return replace(base, namespace=PROJECT, author=AUTHOR)
+
+
+async def seed(store: Path | Settings) -> tuple[list[str], list[str], list[str]]:
     """Memories in this project, in another project and in the global namespace."""
     own: list[str] = []
     other: list[str] = []
@@ -151,8 +187,8 @@ async def seed(db: Path) -> tuple[list[str], list[str], list[str]]:
          ["pma_mcp/db.py"]),
     ]
     counter = WordEstimate()
-    async with await MemoryService.open(Settings(db_path=db, namespace=PROJECT),
-                                        counter=counter) as service:
+    settings = world_settings(store)
+    async with await MemoryService.open(settings, counter=counter) as service:
         for content, tags, entities in texts:
             added = await service.add(content, importance=0.7, tags=tags,
                                       linked_entities=entities, session_id="seed-session")
@@ -171,7 +207,8 @@ async def seed(db: Path) -> tuple[list[str], list[str], list[str]]:
             other.append(added.memory.id)
         for content in ("Always answer in British English", "Prefer uv over pip for Python"):
             added = await service.add(content, importance=0.9, memory_type="semantic",
-                                      tags=["rule", "ops"], namespace=GLOBAL_NAMESPACE)
+                                      tags=["rule", "ops"],
+                                      namespace=settings.global_namespace)
             shared.append(added.memory.id)
     return own, other, shared
 
@@ -218,14 +255,15 @@ def _namespaces_in(data: Any) -> Iterator[str]:
             yield from _namespaces_in(item)
 
 
-def foreign(result: CallToolResult | str) -> list[str]:
-    """Signs that another project's memory reached this caller."""
+def foreign(result: CallToolResult | str, global_namespace: str = GLOBAL_NAMESPACE) -> list[str]:
+    """Signs that another project's memory reached this caller (whose global namespace is
+    `global_namespace`)."""
     if isinstance(result, str):
         text, data = result, None
     else:
         text, data = text_of(result), result.structured_content
     found = [f"namespace {ns}" for ns in _namespaces_in(data) if ns not in (PROJECT,
-                                                                             GLOBAL_NAMESPACE)]
+                                                                             global_namespace)]
     if OTHER_MARKER in text:
         found.append(f"{OTHER_MARKER} in the answer")
     return found
@@ -236,15 +274,15 @@ def foreign(result: CallToolResult | str) -> list[str]:
 
 async def run_tool_cases(world: World, mode: Literal["auto", "legacy"]) -> list[Outcome]:
     """Every tool_arguments case through the SDK's in-process Client."""
-    app = build_server(Settings(db_path=world.db, namespace=PROJECT), counter=WordEstimate())
+    app = build_server(world.settings, counter=WordEstimate())
     outcomes: list[Outcome] = []
     async with Client(app, mode=mode, raise_exceptions=True) as client:
-        for case in load("tool_arguments.jsonl"):
+        for case in world.cases("tool_arguments.jsonl"):
             tool = expand(case["tool"], world)
             args = expand(case["args"], world)
             outcome = Outcome("tool_arguments", case["id"], f"{tool} ({mode})", case["expect"],
                               "?")
-            before = checks.snapshot(world.db, full=True)
+            before = checks.snapshot(world.where, full=True)
             result: CallToolResult | None = None
             try:
                 result = await client.call_tool(tool, args)
@@ -280,24 +318,23 @@ def _judge_tool(outcome: Outcome, case: Mapping[str, Any], args: Any, before: ch
         needle = str(case.get("needle", "")).lower()
         if outcome.got == "error" and needle and needle not in text.lower():
             problems.append(f"message does not name {needle!r}")
-        after = checks.snapshot(world.db, full=True)
+        after = checks.snapshot(world.where, full=True)
         if after != before:
             problems.append(f"rejected input changed the database: {before.diff(after)}")
     elif expected == "ok":
         if outcome.got != "ok":
             problems.append("failed")
         if result is not None:
-            problems += foreign(result)
-        after = checks.snapshot(world.db)
-        if after != checks.Snapshot(tuple(r for r in before.rows
-                                          if r[0] in checks.CONTENT_QUERIES)):
+            problems += foreign(result, world.settings.global_namespace)
+        after = checks.snapshot(world.where)
+        if after != checks.content_part(before):
             problems.append("a read changed stored content")
     elif expected == "stored":
         if outcome.got != "stored" or result is None or result.structured_content is None:
             problems.append("was not stored")
             return
         new_id = result.structured_content["id"]
-        rows = checks.row_dump(world.db)
+        rows = checks.row_dump(world.where)
         if new_id not in rows:
             problems.append("reported stored but not in the database")
         elif isinstance(args, dict) and rows[new_id]["content"] != args.get("content"):
@@ -311,16 +348,16 @@ QUERY_TARGETS = ("recall", "load_context", "inspect", "prompt recall_topic")
 
 async def run_query_cases(world: World) -> list[Outcome]:
     """Every query string through recall, load_context, inspect(query) and the prompt."""
-    app = build_server(Settings(db_path=world.db, namespace=PROJECT), counter=WordEstimate())
+    app = build_server(world.settings, counter=WordEstimate())
     outcomes: list[Outcome] = []
     async with Client(app, mode="legacy", raise_exceptions=True) as client:
-        for case in load("queries.jsonl"):
+        for case in world.cases("queries.jsonl"):
             query = expand(case["query"], world)
             for target in QUERY_TARGETS:
                 blank_topic = target.startswith("prompt") and not str(query).strip()
                 expected = "error" if blank_topic else "ok"
                 outcome = Outcome("queries", case["id"], target, expected, "?", str(query)[:80])
-                before = checks.snapshot(world.db)
+                before = checks.snapshot(world.where)
                 try:
                     if target == "prompt recall_topic":
                         prompt = await client.get_prompt("recall_topic", {"topic": query})
@@ -328,7 +365,7 @@ async def run_query_cases(world: World) -> list[Outcome]:
                             m.content.text for m in prompt.messages
                             if isinstance(m.content, TextContent))
                         outcome.got = "ok"
-                        outcome.problems += foreign(answer)
+                        outcome.problems += foreign(answer, world.settings.global_namespace)
                         outcome.detail = answer
                     else:
                         args: dict[str, Any] = {"query": query}
@@ -341,14 +378,14 @@ async def run_query_cases(world: World) -> list[Outcome]:
                         result = await client.call_tool(target, args)
                         outcome.got = "error" if result.is_error else "ok"
                         outcome.detail = text_of(result)
-                        outcome.problems += foreign(result)
+                        outcome.problems += foreign(result, world.settings.global_namespace)
                 except MCPError as exc:
                     outcome.got, outcome.detail = "error", str(exc)
                 if leaks_traceback(outcome.detail):
                     outcome.problems.append("traceback text reached the client")
                 if outcome.got != expected:
                     outcome.problems.append(f"{outcome.got} instead of {expected}")
-                if checks.snapshot(world.db) != before:
+                if checks.snapshot(world.where) != before:
                     outcome.problems.append("a query changed stored content")
                 outcomes.append(outcome)
         alive = await client.call_tool("memory_stats", {})
@@ -364,10 +401,10 @@ def stdio_cases(world: World) -> list[tuple[str, str, bytes, str, Any, str]]:
     """(corpus, id, line, expectation, answer id, needle) for the real-process run: every
     JSON-RPC line plus the tool cases flagged "stdio"."""
     out: list[tuple[str, str, bytes, str, Any, str]] = []
-    for case in load("jsonrpc_lines.jsonl"):
+    for case in world.cases("jsonrpc_lines.jsonl"):
         out.append(("jsonrpc_lines", case["id"], raw_bytes(case, world), case["expect"],
                     case.get("answer_id"), ""))
-    for n, case in enumerate(c for c in load("tool_arguments.jsonl") if c.get("stdio")):
+    for n, case in enumerate(c for c in world.cases("tool_arguments.jsonl") if c.get("stdio")):
         rid = 700_000 + n
         message = {"jsonrpc": "2.0", "id": rid, "method": "tools/call",
                    "params": {"name": expand(case["tool"], world),
@@ -384,14 +421,14 @@ def run_stdio_cases(world: World) -> tuple[list[Outcome], int, list[bytes]]:
 
     Returns the outcomes, the server's exit code and any stdout line that was not JSON-RPC.
     """
-    env = child_env(world.db, world.tmp, PMA_NAMESPACE=PROJECT)
+    env = world.env(world.tmp, PMA_NAMESPACE=PROJECT)
     server = RawServer(env, world.tmp)
     server.initialize()
     outcomes: list[Outcome] = []
     for n, (corpus, case_id, line, expected, answer_id, needle) in enumerate(
             stdio_cases(world)):
         outcome = Outcome(corpus, case_id, "stdio", expected, "?")
-        before = checks.snapshot(world.db)
+        before = checks.snapshot(world.where)
         server.send_raw(line)
         barrier = 900_000 + n  # tool calls run one at a time: earlier ones are answered first
         server.request_with_id(barrier, "tools/call", {"name": "memory_stats", "arguments": {}})
@@ -405,7 +442,8 @@ def run_stdio_cases(world: World) -> tuple[list[Outcome], int, list[bytes]]:
         outcome.got = _classify(answer)
         outcome.detail = json.dumps(answer)[:300] if answer is not None else ""
         _judge_stdio(outcome, expected, needle, answer)
-        if expected in ("error", "no-answer", "sdk-drops") and checks.snapshot(world.db) != before:
+        rejected = expected in ("error", "no-answer", "sdk-drops")
+        if rejected and checks.snapshot(world.where) != before:
             outcome.problems.append("rejected input changed the database")
         outcomes.append(outcome)
     code = server.close()
@@ -492,7 +530,7 @@ def hook_runs(world: World) -> list[HookRun]:
     runs: list[HookRun] = []
     folder = world.tmp / "hook-stdin"
     folder.mkdir(exist_ok=True)
-    for n, case in enumerate(load("hook_inputs.jsonl")):
+    for n, case in enumerate(world.cases("hook_inputs.jsonl")):
         data = raw_bytes(case, world)
         path = folder / f"{n:03d}.bin"
         path.write_bytes(data)
@@ -504,7 +542,7 @@ def hook_runs(world: World) -> list[HookRun]:
 
 
 def hook_env(world: World) -> dict[str, str]:
-    env = child_env(world.db, world.tmp / "home")
+    env = world.env(world.tmp / "home")
     (world.tmp / "home").mkdir(exist_ok=True)
     return env
 
@@ -515,7 +553,8 @@ def run_hook_cases(world: World) -> list[Outcome]:
     plan = world.tmp / "hook-plan.json"
     results = world.tmp / "hook-results.jsonl"
     plan.write_text(json.dumps({
-        "db": str(world.db), "cwd": str(world.tmp), "env": hook_env(world),
+        "db": str(world.db), "database_url": world.store and world.store.database_url,
+        "cwd": str(world.tmp), "env": hook_env(world),
         "runs": [{"case": r.case, "event": r.event, "stdin": str(r.stdin)} for r in runs],
     }))
     done = subprocess.run(

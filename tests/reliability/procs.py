@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
+from pma_mcp.config import Settings
+
 REPO = Path(__file__).resolve().parents[2]
 DEADLINE = 300.0
 PROTOCOL = "2025-06-18"
@@ -32,6 +34,13 @@ def child_env(db: Path, home: Path, **extra: str) -> dict[str, str]:
                 "PYTHONPATH": str(REPO), "PYTHONDONTWRITEBYTECODE": "1"})
     env.update(extra)
     return env
+
+
+def settings_from_env(db: Path, namespace: str) -> Settings:
+    """A child process's store: the SQLite file `db`, or PMA_DATABASE_URL's PostgreSQL schema
+    when the test gave one (child_env with tests.backends.store_env)."""
+    return Settings(db_path=db, namespace=namespace,
+                    database_url=os.environ.get("PMA_DATABASE_URL") or None)
 
 
 def pma(*args: str) -> list[str]:

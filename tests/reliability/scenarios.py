@@ -1,8 +1,10 @@
 """The concurrency and crash scenarios, sized by the caller (CI test or full stress run).
 
-Both run real processes against one SQLite file and then check it from outside:
-`PRAGMA integrity_check`, FTS5's integrity check, `check_consistency()` (memories vs their FTS
-rows and label rows), every acknowledged write present, a `created` lineage event for each.
+Both run real processes against one store — a new SQLite file, or the PostgreSQL schema of
+the `store` Settings a test passes — and then check it from outside (tests/reliability/checks.py):
+on SQLite `PRAGMA integrity_check` and FTS5's integrity check, on both `check_consistency()`
+(memories vs their index and label rows), every acknowledged write present, a `created`
+lineage event for each.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from pma_mcp.config import Settings
+from tests.backends import store_env
 from tests.reliability import checks
 from tests.reliability.procs import (
     DEADLINE,
@@ -216,8 +220,18 @@ def _cli_worker(k: int, n: int, env: dict[str, str], project: Path, tmp: Path,
             out.ids.update(r["id"] for r in records)
 
 
-def run_concurrency(tmp: Path, per_process: int, layout: Layout | None = None
-                    ) -> ConcurrencyReport:
+def _place(tmp: Path, name: str, store: Settings | None) -> tuple[Path, checks.Where,
+                                                                  dict[str, str]]:
+    """(SQLite path the processes are given, what the checks read, the processes' env): a
+    new file `name` in `tmp`, or `store` on its backend."""
+    if store is None:
+        db = tmp / name
+        return db, db, child_env(db, tmp)
+    return store.db_path, store, child_env(store.db_path, tmp, **store_env(store))
+
+
+def run_concurrency(tmp: Path, per_process: int, layout: Layout | None = None,
+                    store: Settings | None = None) -> ConcurrencyReport:
     """All process kinds write `per_process` memories each into one new database at once.
 
     Every process resolves the same namespace the way it would in real use: servers and the
@@ -227,9 +241,8 @@ def run_concurrency(tmp: Path, per_process: int, layout: Layout | None = None
     report = ConcurrencyReport(layout, per_process)
     project = tmp / "project"
     project.mkdir(parents=True, exist_ok=True)
-    db = tmp / "store.db"
+    db, where, env = _place(tmp, "store.db", store)
     namespace = str(project)
-    env = child_env(db, tmp)
     out = _Collector()
     workers: list[threading.Thread] = []
 
@@ -257,15 +270,15 @@ def run_concurrency(tmp: Path, per_process: int, layout: Layout | None = None
     report.failures = out.failures
     report.lock_errors = [m for m in out.messages if LOCKED.search(m)]
     report.expected = layout.processes * per_process
-    stored = checks.memory_ids(db)
-    contents = checks.contents(db)
+    stored = checks.memory_ids(where)
+    contents = checks.contents(where)
     report.present = len(stored)
     report.missing = sorted(out.ids - stored)
     replies = {saved_reply(c) for c in contents}
     report.missing += sorted(r[:40] for r in out.replies - replies)
-    report.lineage_missing = sorted(stored - checks.created_ids(db))
-    report.integrity = checks.integrity(db)
-    result = checks.consistency(db)
+    report.lineage_missing = sorted(stored - checks.created_ids(where))
+    report.integrity = checks.integrity(where)
+    result = checks.consistency(where)
     report.consistent = result.ok
     report.consistency = repr(result)
     return report
@@ -452,7 +465,8 @@ class _HookVictim(_Victim):
 
 
 def run_crashes(tmp: Path, kills: int, seed: int,
-                progress: Callable[[str], None] | None = None) -> CrashReport:
+                progress: Callable[[str], None] | None = None,
+                store: Settings | None = None) -> CrashReport:
     """Start a writer, SIGKILL it at a random moment, check the file; `kills` times.
 
     The database accumulates across rounds, so every later round also re-checks what earlier
@@ -464,9 +478,8 @@ def run_crashes(tmp: Path, kills: int, seed: int,
     report = CrashReport()
     project = tmp / "project"
     project.mkdir(parents=True, exist_ok=True)
-    db = tmp / "crash.db"
+    db, where, env = _place(tmp, "crash.db", store)
     namespace = str(project)
-    env = child_env(db, tmp)
     acknowledged: set[str] = set()
     replies: set[str] = set()
     for round_no in range(kills):
@@ -496,20 +509,20 @@ def run_crashes(tmp: Path, kills: int, seed: int,
         acknowledged.update(victim.acks)
         replies.update(victim.replies)
 
-        verdict = checks.integrity(db) if db.exists() else "ok"
+        verdict = checks.integrity(where) if checks.exists(where) else "ok"
         if verdict != "ok":
             report.corrupt.append(f"round {round_no}: {verdict[:300]}")
             break
-        if checks.has_schema(db):
-            stored = checks.memory_ids(db)
+        if checks.has_schema(where):
+            stored = checks.memory_ids(where)
             lost = sorted(acknowledged - stored)
-            saved = {saved_reply(c) for c in checks.contents(db)}
+            saved = {saved_reply(c) for c in checks.contents(where)}
             lost += sorted(r[:40] for r in replies - saved)
             report.lost += [f"round {round_no}: {x}" for x in lost]
-            result = checks.consistency(db)
+            result = checks.consistency(where)
             if not result.ok:
                 report.inconsistent.append(f"round {round_no}: {result!r}"[:500])
-            report.lineage_missing += sorted(stored - checks.created_ids(db))
+            report.lineage_missing += sorted(stored - checks.created_ids(where))
             report.final_memories = len(stored)
         elif acknowledged or replies:
             report.lost.append(f"round {round_no}: the schema itself is gone")

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from pma_mcp.budget import WordEstimate
-from pma_mcp.config import Settings
 from pma_mcp.service import MemoryService
+from tests.reliability.procs import settings_from_env
 
 WORDS = (
     "export retries webhook billing cache migration schema index rollback deploy token "
@@ -57,7 +57,7 @@ def say(line: str) -> None:
 
 
 async def run(db: Path, namespace: str, label: str, n: int, mode: str, batch: int) -> int:
-    settings = Settings(db_path=db, namespace=namespace)
+    settings = settings_from_env(db, namespace)
     async with await MemoryService.open(settings, counter=WordEstimate(),
                                         merge_near_duplicates=False) as service:
         say("ready")
