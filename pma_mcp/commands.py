@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
 import logging
@@ -290,6 +291,17 @@ def _add_migrate(sub: Any) -> None:
 # --------------------------------------------------------------- commands
 
 
+@contextlib.contextmanager
+def _progress_bar(label: str, min_total: int = 0) -> Iterator[render.ProgressBar]:
+    """A progress bar on stderr when it is a terminal, closed however the job ends."""
+    bar = render.ProgressBar(sys.stderr, label, enabled=sys.stderr.isatty(),
+                             min_total=min_total)
+    try:
+        yield bar
+    finally:
+        bar.close()
+
+
 async def _open(settings: Settings) -> MemoryService:
     return await MemoryService.open(settings)
 
@@ -423,16 +435,12 @@ async def _import(args: argparse.Namespace, settings: Settings) -> int:
         raise _FileError("an export file is required (--dry-run needs --from FORMAT); "
                          "see `pma-mcp import --help`")
     doc = _read_json(args.file)
-    bar = render.ProgressBar(sys.stderr, "importing", enabled=sys.stderr.isatty(),
-                             min_total=PROGRESS_MIN_RECORDS)
-    try:
+    with _progress_bar("importing", PROGRESS_MIN_RECORDS) as bar:
         async with await _open(settings) as service:
             report = await service.import_document(
                 doc, namespace=args.namespace, skip_existing=args.skip_existing,
                 progress=bar.update,
             )
-    finally:
-        bar.close()
     if args.json:
         _out(render.dumps(report))
     else:
@@ -461,13 +469,10 @@ async def _import_from(args: argparse.Namespace, settings: Settings) -> int:
     if args.dry_run and settings.store_file is not None and not settings.store_file.exists():
         # An absent store holds nothing: count against an empty one and leave the disk alone.
         target = dataclasses.replace(settings, storage="memory")
-    bar = render.ProgressBar(sys.stderr, "importing", enabled=sys.stderr.isatty())
-    try:
+    with _progress_bar("importing") as bar:
         async with await _open(target) as service:
             outcome = await importing.store(service, batch, dry_run=args.dry_run,
                                             progress=bar.update)
-    finally:
-        bar.close()
     if args.json:
         _out(render.dumps(outcome))
         return EXIT_OK
@@ -559,13 +564,9 @@ async def _migrate(args: argparse.Namespace, settings: Settings) -> int:
     """`migrate --to`: copy, resumably, with a progress bar on a terminal."""
     from pma_mcp import migrate
 
-    bar = render.ProgressBar(sys.stderr, "copying", enabled=sys.stderr.isatty(),
-                             min_total=PROGRESS_MIN_RECORDS)
-    try:
+    with _progress_bar("copying", PROGRESS_MIN_RECORDS) as bar:
         report = await migrate.migrate(settings, args.to, merge=args.merge,
                                        progress=bar.update)
-    finally:
-        bar.close()
     if args.json:
         _out(render.dumps(report))
         return EXIT_OK
