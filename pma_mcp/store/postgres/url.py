@@ -8,24 +8,17 @@ every message that could quote the URL passes through.
 from __future__ import annotations
 
 import re
-from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from pma_mcp.config import url_without_password
 
 _PASSWORD_PARAM = re.compile(r"(password=)[^&\s]*", re.IGNORECASE)
 
 
 def location(url: str) -> str:
-    """`url` without its password or query string: postgresql://user@host:port/db."""
-    try:
-        parts = urlsplit(url)
-        netloc = parts.netloc.rpartition("@")
-        if netloc[1]:
-            user = netloc[0].partition(":")[0]
-            host = f"{user}@{netloc[2]}" if user else netloc[2]
-        else:
-            host = netloc[2]
-        return urlunsplit((parts.scheme, host, parts.path, "", ""))
-    except ValueError:
-        return "postgresql://(unparsable URL)"
+    """`url` without its password or query string: postgresql://user@host:port/db (the one
+    spelling Settings.database shows too)."""
+    return url_without_password(url)
 
 
 def secrets(url: str) -> list[str]:
