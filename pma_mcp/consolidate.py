@@ -8,14 +8,15 @@ frequencies (`namespace_terms`): a pair's similarity depends on the pair and its
 never on which other memories happen to be compared with it nor on another namespace's words.
 
 Only lexical neighbours are compared, never all pairs: a memory's signature is its
-SIGNATURE_TERMS rarest terms (document frequency ≤ MAX_SIGNATURE_DF), read from the term
-vector the store keeps with each memory (no re-tokenising), and two memories are compared when
-their signatures share two terms (one, if a signature has a single term). Two texts at cosine
-0.85 share nearly all their weight, which sits on their rarest terms, so this finds the merges
-all-pairs found (benchmarks/bench_gc.py compares both) in time linear in the namespace. Only
-memories that share a key with another are tokenised, for their vectors. The namespace plan
-groups memories by signature pairs; `inspect` finds one memory's neighbours through the
-full-text index by the same rule, so both agree.
+SIGNATURE_TERMS rarest terms (document frequency ≤ MAX_SIGNATURE_DF), and two memories are
+compared when their signatures share two terms (one, if a signature has a single term). Two
+texts at cosine 0.85 share nearly all their weight, which sits on their rarest terms, so this
+finds the merges all-pairs found (benchmarks/bench_gc.py compares both) in time linear in the
+namespace. The namespace plan reads each memory's terms as the store keeps them, a sequence
+of 64-bit term ids (analysis.packed_ids), and works on them as numpy arrays: no re-tokenising
+and no strings. `inspect` finds one memory's neighbours through the full-text index by the
+same rule, keyed by the terms themselves; the weights (and so every cosine) are the same
+floats either way, so both agree.
 
 Exact duplicates never reach this point: `add` recognises them by content hash.
 """
@@ -24,8 +25,9 @@ from __future__ import annotations
 
 import itertools
 import math
+import struct
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pma_mcp import lexicon
@@ -58,12 +60,13 @@ class Vocabulary:
         ranked = sorted((n, t) for t, n in doc_freq.items() if 1 <= n <= MAX_SIGNATURE_DF)
         self._ranked = ["", *(t for _, t in ranked)]  # ranks from 1: 0 is never a rank
         self._rank = {t: i for i, t in enumerate(self._ranked) if i}
+        self._by_id: tuple[Any, Any, Any] | None = None
 
     def idf(self, term: str) -> float:
         """sklearn's smoothed idf: ln((1 + N) / (1 + df)) + 1."""
         value = self._idf.get(term)
         if value is None:
-            value = math.log((1 + self.total) / (1 + self.doc_freq.get(term, 0))) + 1.0
+            value = _smoothed_idf(self.total, self.doc_freq.get(term, 0))
             self._idf[term] = value
         return value
 
@@ -76,28 +79,70 @@ class Vocabulary:
         """The terms of signing ranks (0: none)."""
         return tuple(self._ranked[r] for r in ranks if r)
 
-    def signatures(self, vectors: Sequence[str]) -> tuple[list[list[int]], Any]:
-        """`neighbour_groups` of the signatures of many stored vectors, and each vector's
+    def _id_table(self) -> tuple[Any, Any, Any]:
+        """The namespace's term ids (analysis.term_id) sorted, with each one's signing rank
+        (0: none) and document count."""
+        if self._by_id is None:
+            import numpy as np
+
+            terms = list(self.doc_freq)
+            ids = np.fromiter(map(analysis.term_id, terms), dtype=np.int64, count=len(terms))
+            ranks = np.fromiter((self._rank.get(t, 0) for t in terms), dtype=np.int64,
+                                count=len(terms))
+            counts = np.fromiter(self.doc_freq.values(), dtype=np.int64, count=len(terms))
+            order = np.argsort(ids, kind="stable")
+            self._by_id = ids[order], ranks[order], counts[order]
+        return self._by_id
+
+    def _lookup(self, ids: Any, column: int) -> Any:
+        """`column` of `_id_table` for each of `ids` (0 for an id the namespace lacks).
+
+        Two million random look-ups into the table (searchsorted) cost ~0.3 s; sorting the
+        ids and finding each known id's run among them costs a tenth of that."""
+        import numpy as np
+
+        known, values = self._id_table()[0], self._id_table()[column]
+        order = np.argsort(ids)
+        ordered = ids[order]
+        low = np.searchsorted(ordered, known, side="left")
+        runs = np.searchsorted(ordered, known, side="right") - low
+        offsets = np.cumsum(runs) - runs
+        at = np.repeat(low - offsets, runs) + np.arange(int(runs.sum()))
+        found = np.zeros(len(ids), dtype=np.int64)
+        found[order[at]] = np.repeat(values, runs)
+        return found
+
+    def idf_of(self, sequences: Iterable[bytes]) -> dict[int, float]:
+        """`idf` of every term id in stored term sequences (analysis.packed_ids)."""
+        import numpy as np
+
+        ids = np.frombuffer(b"".join(sequences), dtype="<i8")
+        distinct = _distinct(ids)
+        return {i: _smoothed_idf(self.total, n)
+                for i, n in zip(distinct.tolist(), self._lookup(distinct, 2).tolist(),
+                                strict=True)}
+
+    def signatures(self, sequences: Sequence[bytes]) -> tuple[list[list[int]], Any]:
+        """`neighbour_groups` of the signatures of many stored term sequences, and each one's
         signature ranks (a row of SIGNATURE_TERMS ranks, 0 for none; `of_ranks` names
         them). The same rule as `signature`, vectorised: a namespace's every memory."""
         import numpy as np
 
-        n = len(vectors)
-        lengths = np.fromiter((v.count(":") for v in vectors), dtype=np.int64, count=n)
-        terms = " ".join(vectors).replace(":", " ").split()[::2]
-        ranks = np.fromiter(map(self._rank.get, terms, itertools.repeat(0)), dtype=np.int64,
-                            count=len(terms))
-        owner = np.repeat(np.arange(n, dtype=np.int64), lengths)
+        n = len(sequences)
+        lengths = np.fromiter(map(len, sequences), dtype=np.int64, count=n)
+        ids = np.frombuffer(b"".join(sequences), dtype="<i8")
+        ranks = self._lookup(ids, 1)
+        owner = np.repeat(np.arange(n, dtype=np.int64), lengths // analysis.TERM_ID_BYTES)
+        m = len(self._ranked)
         signing = ranks > 0
-        ranks, owner = ranks[signing], owner[signing]
-        order = np.lexsort((ranks, owner))
-        ranks, owner = ranks[order], owner[order]
+        # Distinct (memory, rank) pairs, by memory and rarest first.
+        pairs = _distinct(owner[signing] * m + ranks[signing])
+        owner, ranks = pairs // m, pairs % m
         position = np.arange(len(owner)) - np.searchsorted(owner, owner, side="left")
         top = position < SIGNATURE_TERMS
         table = np.zeros((n, SIGNATURE_TERMS), dtype=np.int64)
         table[owner[top], position[top]] = ranks[top]
         # Neighbour keys as integers a·M + b (a < b, b = 0 for a one-term signature).
-        m = len(self._ranked)
         count = (table > 0).sum(axis=1)
         first, second, third = table[:, 0], table[:, 1], table[:, 2]
         parts = [(first * m, count == 1), (first * m + second, count >= 2),
@@ -111,6 +156,25 @@ class Vocabulary:
         groups = [members[a:a + size].tolist() for a, size in zip(
             starts[sizes > 1].tolist(), sizes[sizes > 1].tolist(), strict=True)]
         return groups, table
+
+
+def _distinct(values: Any) -> Any:
+    """Sorted distinct values of an integer array (numpy 2's `unique` hashes: ~15x slower
+    than sorting here)."""
+    import numpy as np
+
+    ordered = np.sort(values)
+    return ordered[np.r_[True, ordered[1:] != ordered[:-1]]] if len(ordered) else ordered
+
+
+def _smoothed_idf(total: int, doc_freq: int) -> float:
+    """sklearn's smoothed idf: ln((1 + N) / (1 + df)) + 1."""
+    return math.log((1 + total) / (1 + doc_freq)) + 1.0
+
+
+def _term_ids(sequence: bytes) -> list[int]:
+    """A stored term sequence (analysis.packed_ids) as its term ids, in order."""
+    return [i for (i,) in struct.iter_unpack("<q", sequence)]
 
 
 def vector_terms(vector: str) -> list[str]:
@@ -128,28 +192,27 @@ def neighbour_keys(signature: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
 
 
 class Profile:
-    """One memory as the merge rule sees it: its signature and neighbour keys (from its stored
-    term vector) and its TF-IDF vector (from its content's term sequence)."""
+    """One memory as the merge rule sees it: its signature, neighbour keys and TF-IDF
+    vector (`_tf_idf`, keyed by term or by term id: the same weights either way)."""
 
     def __init__(
-        self, memory: Planned, vocabulary: Vocabulary, signature: tuple[str, ...],
-        sequence: Sequence[str],
+        self, memory: Planned, signature: tuple[str, ...], vector: Mapping[object, float]
     ) -> None:
         self.memory = memory
         self.signature = signature
         self.keys = neighbour_keys(signature)
-        self.vector = _tf_idf(sequence, vocabulary)
+        self.vector = vector
 
 
-def _tf_idf(terms: Sequence[str], vocabulary: Vocabulary) -> dict[str, float]:
+def _tf_idf(terms: Sequence[Hashable], idf: Mapping[Any, float]) -> dict[object, float]:
     """Sublinear tf × idf over terms and adjacent-term pairs (a pair weighs as its rarer term:
     its own document count is not kept), L2-normalised."""
     log = math.log
     counts = Counter(terms)
-    idf = {term: vocabulary.idf(term) for term in counts}
-    weights = {term: (1.0 + log(n)) * idf[term] for term, n in counts.items()}
+    weights: dict[object, float] = {term: (1.0 + log(n)) * idf[term]
+                                    for term, n in counts.items()}
     for (a, b), n in Counter(itertools.pairwise(terms)).items():
-        weights[f"{a} {b}"] = (1.0 + log(n)) * max(idf[a], idf[b])
+        weights[a, b] = (1.0 + log(n)) * max(idf[a], idf[b])
     norm = math.sqrt(sum(w * w for w in weights.values())) or 1.0
     return {k: w / norm for k, w in weights.items()}
 
@@ -231,8 +294,9 @@ def profiles(
 ) -> list[Profile]:
     """Profiles of `memories` (their stored vectors given): one tokenising pass for all."""
     sequences = analysis.term_sequences([m.content for m in memories])
-    return [Profile(m, vocabulary, vocabulary.signature(vector_terms(vectors.get(m.seq, ""))),
-                    seq) for m, seq in zip(memories, sequences, strict=True)]
+    return [Profile(m, vocabulary.signature(vector_terms(vectors.get(m.seq, ""))),
+                    _tf_idf(seq, {t: vocabulary.idf(t) for t in seq}))
+            for m, seq in zip(memories, sequences, strict=True)]
 
 
 def _current(memories: Iterable[Planned]) -> list[Planned]:
@@ -242,29 +306,30 @@ def _current(memories: Iterable[Planned]) -> list[Planned]:
 
 
 _WHOLE_NAMESPACE_READ = 5_000
-"""From this many memories their vectors are read with the namespace's, not by seq."""
+"""From this many memories their term sequences are read with the namespace's, not by seq."""
 
 
 async def near_duplicates(
     repo: Store, memories: Sequence[Planned], score_of: ScoreOf,
-    vectors: Mapping[int, str] | None = None,
+    sequences: Mapping[int, bytes] | None = None,
 ) -> list[MergePair]:
-    """The merges of a GC plan over `memories` (one namespace); `vectors`: their stored term
-    vectors by seq, if already read."""
+    """The merges of a GC plan over `memories` (one namespace); `sequences`: their stored
+    term sequences by seq, if already read."""
     current = _current(memories)
     if len(current) < 2:
         return []
     namespace = current[0].namespace
     vocab = await namespace_vocabulary(repo, namespace)
-    if vectors is None and len(current) >= _WHOLE_NAMESPACE_READ:
-        vectors = await repo.namespace_content_vectors(namespace)
-    elif vectors is None:
-        vectors = await repo.content_vectors([m.seq for m in current])
-    groups, table = vocab.signatures([vectors.get(m.seq, "") for m in current])
+    if sequences is None and len(current) >= _WHOLE_NAMESPACE_READ:
+        sequences = await repo.namespace_term_sequences(namespace)
+    elif sequences is None:
+        sequences = await repo.term_sequences([m.seq for m in current])
+    stored = [sequences.get(m.seq, b"") for m in current]
+    groups, table = vocab.signatures(stored)
     grouped = sorted({i for members in groups for i in members})
-    sequences = analysis.term_sequences([current[i].content for i in grouped])
-    found = {i: Profile(current[i], vocab, vocab.of_ranks(table[i].tolist()), seq)
-             for i, seq in zip(grouped, sequences, strict=True)}
+    idf = vocab.idf_of(stored[i] for i in grouped)
+    found = {i: Profile(current[i], vocab.of_ranks(table[i].tolist()),
+                        _tf_idf(_term_ids(stored[i]), idf)) for i in grouped}
     edges = similar_pairs(groups, found)
     return select(edges, {m.id: score_of(m) for e in edges for m in e[1:]})
 

@@ -491,14 +491,14 @@ class MemoryService:
 
     async def _gc_window(
         self, namespace: str, max_memories: int | None
-    ) -> tuple[list[Planned], Mapping[int, str] | None]:
-        """All memories (as the lighter GCFacts, with their term vectors if near-duplicates
+    ) -> tuple[list[Planned], Mapping[int, bytes] | None]:
+        """All memories (as the lighter GCFacts, with their term sequences if near-duplicates
         are merged), or for a bounded run the next window of a rotation through them."""
         if max_memories is not None:
             return list(await self.repo.gc_window(namespace, max_memories)), None
         if self._merge:
-            facts, vectors = await self.repo.gc_facts_and_vectors(namespace)
-            return list(facts), vectors
+            facts, sequences = await self.repo.gc_facts_and_sequences(namespace)
+            return list(facts), sequences
         return list(await self.repo.gc_facts(namespace)), None
 
     async def _changed_memories(
@@ -523,7 +523,7 @@ class MemoryService:
         namespace: str,
         now: float,
         max_memories: int | None = None,
-        window: tuple[Sequence[Planned], Mapping[int, str] | None] | None = None,
+        window: tuple[Sequence[Planned], Mapping[int, bytes] | None] | None = None,
     ) -> GCPreview:
         memories, vectors = window or await self._gc_window(namespace, max_memories)
         weights = collector.WEIGHTS  # never PMA_WEIGHTS: see collector

@@ -16,6 +16,7 @@ from pma_mcp.errors import StorageBusy, StorageError, StorageUnavailable
 from pma_mcp.models import Scope
 from pma_mcp.store.postgres import url as urls
 from pma_mcp.store.postgres.index import WRITE_LOCK_CLASS
+from pma_mcp.store.postgres.schema import SCHEMA_VERSION
 from pma_mcp.store.postgres.store import PostgresStore
 from tests.test_store_contract import NS, consistent, mem
 
@@ -97,7 +98,7 @@ async def test_tables_land_in_the_urls_schema(
 async def test_concurrent_openers_migrate_once(postgres_url: str) -> None:
     stores = await asyncio.gather(*(PostgresStore.open(postgres_url) for _ in range(4)))
     try:
-        assert [await s.schema_version() for s in stores] == [1, 1, 1, 1]
+        assert [await s.schema_version() for s in stores] == [SCHEMA_VERSION] * 4
         async with stores[0]._read() as conn:
             assert await conn.fetchval("SELECT count(*) FROM schema_version") == 1
             await conn.execute("UPDATE schema_version SET version = 99")
@@ -106,6 +107,29 @@ async def test_concurrent_openers_migrate_once(postgres_url: str) -> None:
             await s.close()
     with pytest.raises(StorageError, match="newer than this pma-mcp"):
         await PostgresStore.open(postgres_url)
+
+
+async def test_a_v1_schema_gains_each_memorys_term_sequence(postgres_url: str) -> None:
+    """v2 fills `term_seq` from the rows, in this process (the analyzer is Python's)."""
+    store = await PostgresStore.open(postgres_url)
+    try:
+        stored = [mem(f"Deploy note {i}: the payments service talks to ledger {i}")
+                  for i in range(5)]
+        await store.insert_many(stored, skip_existing=False)
+        async with store._read() as conn:
+            await conn.execute("ALTER TABLE memories DROP COLUMN term_seq")
+            await conn.execute("UPDATE schema_version SET version = 1")
+    finally:
+        await store.close()
+    store = await PostgresStore.open(postgres_url)
+    try:
+        assert await store.schema_version() == SCHEMA_VERSION
+        seqs = [m.seq for m in await store.namespace_memories(NS)]
+        sequences = await store.term_sequences(seqs)
+        assert all(sequences[s] for s in seqs)
+        await consistent(store)  # which recomputes every term sequence
+    finally:
+        await store.close()
 
 
 async def _waiting_backends(conn: asyncpg.Connection) -> list[int]:

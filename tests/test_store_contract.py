@@ -27,7 +27,7 @@ from pma_mcp.models import (
     ScoreBreakdown,
     to_datetime,
 )
-from pma_mcp.store import Store, open_store
+from pma_mcp.store import Store, analysis, open_store
 from pma_mcp.transfer import content_hash
 from tests.backends import BACKENDS
 
@@ -375,3 +375,22 @@ async def test_backends_rank_alike(tmp_path: Path, request: pytest.FixtureReques
     finally:
         for s in stores:
             await s.close()
+
+
+async def test_term_sequences_are_the_contents_terms_in_order(store: Store) -> None:
+    """What GC's near-duplicate pass reads instead of re-tokenising (consolidate)."""
+    first = mem("Running tests runs the runner again")
+    second = mem("the payments service")
+    await store.insert_many([first, second], skip_existing=False)
+    rows = await store.namespace_memories(NS)
+    seq = {m.id: m.seq for m in rows}
+    expected = {seq[m.id]: analysis.packed_ids(analysis.term_sequences([m.content])[0])
+                for m in (first, second)}
+    assert await store.term_sequences(list(expected)) == expected
+    assert await store.namespace_term_sequences(NS) == expected
+    _, together = await store.gc_facts_and_sequences(NS)
+    assert together == expected
+    assert expected[seq[first.id]] == b"".join(
+        analysis.term_id(t).to_bytes(8, "little", signed=True)
+        for t in ["run", "test", "run", "the", "runner", "again"])
+    await consistent(store)

@@ -247,8 +247,12 @@ class Store(Protocol):
         """Stored content term vectors (bm25.encode) of memories by seq."""
         ...
 
-    async def namespace_content_vectors(self, namespace: str) -> dict[int, str]:
-        """`content_vectors` of every current memory of one namespace."""
+    async def term_sequences(self, seqs: Sequence[int]) -> dict[int, bytes]:
+        """Stored content term sequences (analysis.packed_ids) of memories by seq."""
+        ...
+
+    async def namespace_term_sequences(self, namespace: str) -> dict[int, bytes]:
+        """`term_sequences` of every current memory of one namespace."""
         ...
 
     async def namespace_doc_freq(
@@ -275,10 +279,10 @@ class Store(Protocol):
         """`namespace_memories` (same order) as the collector's lighter rows."""
         ...
 
-    async def gc_facts_and_vectors(
+    async def gc_facts_and_sequences(
         self, namespace: str
-    ) -> tuple[list[GCFacts], dict[int, str]]:
-        """`gc_facts`, and `namespace_content_vectors`, from one read."""
+    ) -> tuple[list[GCFacts], dict[int, bytes]]:
+        """`gc_facts`, and `namespace_term_sequences`, from one read."""
         ...
 
     async def namespace_memories(

@@ -90,15 +90,15 @@ async def insert(w: Writer, memories: Sequence[Memory], reason: str | None) -> N
             "INSERT INTO memory_labels (seq, kind, value) SELECT * FROM unnest($1::bigint[], "
             "$2::text[], $3::text[]) ON CONFLICT DO NOTHING",
             [s for s, _, _ in labels], [k for _, k, _ in labels], [v for _, _, v in labels])
-    own = _own_vectors(memories)
+    own, sequences = _own_vectors(memories)
     await _statistics(w, memories, own)
     vectors = {s: (bm25.encode(c), bm25.encode(lab), sum(c.values()) + sum(lab.values()))
                for s, (c, lab) in zip(seqs, own, strict=True)}
     await w.conn.execute(
-        "UPDATE memories m SET terms = v.t, label_terms = v.l, doc_len = v.n "
-        "FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[]) AS v (seq, t, l, n) "
-        "WHERE m.seq = v.seq", seqs, [vectors[s][0] for s in seqs],
-        [vectors[s][1] for s in seqs], [vectors[s][2] for s in seqs])
+        "UPDATE memories m SET terms = v.t, label_terms = v.l, doc_len = v.n, term_seq = v.q "
+        "FROM unnest($1::bigint[], $2::text[], $3::text[], $4::int[], $5::bytea[]) "
+        "AS v (seq, t, l, n, q) WHERE m.seq = v.seq", seqs, [vectors[s][0] for s in seqs],
+        [vectors[s][1] for s in seqs], [vectors[s][2] for s in seqs], sequences)
     for s in seqs:
         w.count_terms(set(bm25.decode(vectors[s][0])), +1)
         w.mark(s)
@@ -113,13 +113,19 @@ async def insert(w: Writer, memories: Sequence[Memory], reason: str | None) -> N
         [m.memory_type.value for m in memories], reason)
 
 
-def _own_vectors(memories: Sequence[Memory]) -> list[tuple[Counter[str], Counter[str]]]:
-    """(content counts, label counts) of each memory, from one pass of the analyzer."""
+def _own_vectors(
+    memories: Sequence[Memory],
+) -> tuple[list[tuple[Counter[str], Counter[str]]], list[bytes]]:
+    """(content counts, label counts) of each memory, and its content's term sequence
+    (analysis.packed_ids), from one pass of the analyzer."""
     texts = [t for m in memories for t in (m.content, labels_text(m.tags, m.linked_entities))]
     out: list[tuple[Counter[str], Counter[str]]] = [(Counter(), Counter()) for _ in memories]
+    sequences: list[list[str]] = [[] for _ in memories]
     for term, doc in analysis.tokens(texts):
         out[doc // 2][doc % 2][term] += 1
-    return out
+        if doc % 2 == 0:
+            sequences[doc // 2].append(term)
+    return out, [analysis.packed_ids(terms) for terms in sequences]
 
 
 async def _statistics(

@@ -306,8 +306,11 @@ class Writer:
         """(Re)write a memory's own-text vectors, keeping its namespace's document counts and
         length in step; returns the terms of its content."""
         counts: tuple[Counter[str], Counter[str]] = (Counter(), Counter())
+        sequence: list[str] = []
         for term, doc in analysis.tokens([content, labels]):
             counts[doc][term] += 1
+            if doc == 0:
+                sequence.append(term)
         row = await self.conn.fetchrow(
             "SELECT terms, label_terms FROM memories WHERE seq = $1", seq)
         old_terms, old_labels = (row["terms"], row["label_terms"]) if row else ("", "")
@@ -318,8 +321,9 @@ class Writer:
         delta = (sum(counts[0].values()) + sum(counts[1].values())
                  - bm25.length(old_terms) - bm25.length(old_labels))
         await self.conn.execute(
-            "UPDATE memories SET terms = $1, label_terms = $2, doc_len = doc_len + $3 "
-            "WHERE seq = $4", bm25.encode(counts[0]), bm25.encode(counts[1]), delta, seq)
+            "UPDATE memories SET terms = $1, label_terms = $2, doc_len = doc_len + $3, "
+            "term_seq = $5 WHERE seq = $4", bm25.encode(counts[0]), bm25.encode(counts[1]),
+            delta, seq, analysis.packed_ids(sequence))
         await self._add_length(namespace, delta)
         self._dirty.add(seq)
         return set(counts[0])

@@ -17,13 +17,19 @@ document frequency across the whole store) bounds that search's cost,
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
+from pma_mcp.store import analysis
+
 MIGRATION_LOCK = (0x504D41, 1)
 """(classid, objid) of the advisory lock migrations take; write locks use classid + 1."""
+
+
+Connection = asyncpg.Connection | PoolConnectionProxy
 
 
 @dataclass(frozen=True)
@@ -31,6 +37,28 @@ class Migration:
     version: int
     name: str
     statements: tuple[str, ...]
+    fill: Callable[[Connection], Awaitable[None]] | None = None
+    """Computes a new column from the rows in this process (after `statements`), where SQL
+    cannot: the analyzer's terms."""
+
+
+_FILL_PAGE = 2_000
+
+
+async def _fill_term_sequences(conn: Connection) -> None:
+    """Each memory's content terms as ids (analysis.packed_ids), a page at a time."""
+    after = 0
+    while rows := await conn.fetch(
+        "SELECT seq, content FROM memories WHERE seq > $1 ORDER BY seq LIMIT $2",
+        after, _FILL_PAGE,
+    ):
+        seqs = [int(r["seq"]) for r in rows]
+        packed = [analysis.packed_ids(t)
+                  for t in analysis.term_sequences([r["content"] for r in rows])]
+        await conn.execute(
+            "UPDATE memories m SET term_seq = v.s FROM unnest($1::bigint[], $2::bytea[]) "
+            "AS v (seq, s) WHERE m.seq = v.seq", seqs, packed)
+        after = seqs[-1]
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -130,11 +158,18 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE TABLE gc_cursors (namespace TEXT PRIMARY KEY, seq BIGINT NOT NULL)",
         ),
     ),
+    Migration(
+        2,
+        "each memory's content terms in order, as 64-bit ids (analysis.packed_ids)",
+        # What a GC plan reads to find near-duplicates (see the SQLite store's v13).
+        ("ALTER TABLE memories ADD COLUMN term_seq BYTEA NOT NULL DEFAULT ''::bytea",),
+        fill=_fill_term_sequences,
+    ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
 
 
-async def current_version(conn: asyncpg.Connection | PoolConnectionProxy) -> int:
+async def current_version(conn: Connection) -> int:
     """The schema's version; 0 before the first migration (no `schema_version` table)."""
     if await conn.fetchval("SELECT to_regclass('schema_version')") is None:
         return 0
@@ -142,7 +177,7 @@ async def current_version(conn: asyncpg.Connection | PoolConnectionProxy) -> int
 
 
 async def migrate(
-    conn: asyncpg.Connection | PoolConnectionProxy, migrations: tuple[Migration, ...] = MIGRATIONS
+    conn: Connection, migrations: tuple[Migration, ...] = MIGRATIONS
 ) -> tuple[int, int]:
     """Apply every pending migration in one transaction; (version found, version left).
 
@@ -162,6 +197,8 @@ async def migrate(
             if step.version > found:
                 for statement in step.statements:
                     await conn.execute(statement)
+                if step.fill is not None:
+                    await step.fill(conn)
         await conn.execute("DELETE FROM schema_version")
         await conn.execute("INSERT INTO schema_version (version) VALUES ($1)", latest)
     return found, latest

@@ -666,10 +666,15 @@ class PostgresStore:
                                  list(seqs))
         return {int(r["seq"]): r["terms"] for r in rows}
 
-    async def namespace_content_vectors(self, namespace: str) -> dict[int, str]:
-        rows = await self._fetch("SELECT seq, terms FROM memories WHERE namespace = $1 "
+    async def term_sequences(self, seqs: Sequence[int]) -> dict[int, bytes]:
+        rows = await self._fetch(
+            "SELECT seq, term_seq FROM memories WHERE seq = ANY($1::bigint[])", list(seqs))
+        return {int(r["seq"]): bytes(r["term_seq"]) for r in rows}
+
+    async def namespace_term_sequences(self, namespace: str) -> dict[int, bytes]:
+        rows = await self._fetch("SELECT seq, term_seq FROM memories WHERE namespace = $1 "
                                  "AND superseded_by IS NULL", namespace)
-        return {int(r["seq"]): r["terms"] for r in rows}
+        return {int(r["seq"]): bytes(r["term_seq"]) for r in rows}
 
     async def namespace_doc_freq(
         self, namespace: str, terms: Sequence[str] | None = None
@@ -733,14 +738,15 @@ class PostgresStore:
             "ORDER BY accessed_at, seq", namespace)
         return [_facts(r) for r in rows]
 
-    async def gc_facts_and_vectors(
+    async def gc_facts_and_sequences(
         self, namespace: str
-    ) -> tuple[list[GCFacts], dict[int, str]]:
+    ) -> tuple[list[GCFacts], dict[int, bytes]]:
         rows = await self._fetch(
-            f"SELECT {_FACT_COLUMNS}, terms FROM memories WHERE namespace = $1 "
+            f"SELECT {_FACT_COLUMNS}, term_seq FROM memories WHERE namespace = $1 "
             "ORDER BY accessed_at, seq", namespace)
         return ([_facts(r) for r in rows],
-                {int(r["seq"]): str(r["terms"]) for r in rows if r["superseded_by"] is None})
+                {int(r["seq"]): bytes(r["term_seq"]) for r in rows
+                 if r["superseded_by"] is None})
 
     async def memories_after(self, after_seq: int, limit: int) -> list[Memory]:
         return await self._memories(
@@ -911,7 +917,8 @@ class PostgresStore:
         per-namespace statistics from the rows, and compare with what is kept."""
         rows = await self._fetch(
             "SELECT seq, namespace, session_id, content, tags, linked_entities, terms, "
-            "label_terms, context_terms, doc_len, superseded_by FROM memories ORDER BY seq")
+            "label_terms, context_terms, doc_len, superseded_by, term_seq FROM memories "
+            "ORDER BY seq")
         posting_rows = await self._fetch(
             "SELECT seq, term, content_tf, label_tf, context_tf, doc_len, current FROM postings")
         label_rows = await self._fetch("SELECT seq, kind, value FROM memory_labels")
@@ -976,15 +983,19 @@ class PostgresStore:
 
 
 def _vectors_off(rows: Sequence[asyncpg.Record]) -> list[int]:
-    """Memories whose stored vectors or length differ from their text and neighbours'."""
+    """Memories whose stored vectors, term sequence or length differ from their text and
+    neighbours'."""
     own: dict[int, tuple[Counter[str], Counter[str]]] = {}
     texts = [t for r in rows for t in (r["content"], _labels_text(
         json.loads(r["tags"]), json.loads(r["linked_entities"])))]
     seqs = [int(r["seq"]) for r in rows]
+    sequences: dict[int, list[str]] = {seq: [] for seq in seqs}
     for seq in seqs:
         own[seq] = (Counter(), Counter())
     for term, doc in analysis.tokens(texts):
         own[seqs[doc // 2]][doc % 2][term] += 1
+        if doc % 2 == 0:
+            sequences[seqs[doc // 2]].append(term)
     sessions: dict[tuple[str, str], list[int]] = {}
     for r in rows:
         if r["session_id"] is not None:
@@ -1001,6 +1012,7 @@ def _vectors_off(rows: Sequence[asyncpg.Record]) -> list[int]:
         want = (dict(own[seq][0]), dict(own[seq][1]), dict(context[seq]))
         got = (bm25.decode(r["terms"]), bm25.decode(r["label_terms"]),
                bm25.decode(r["context_terms"]))
-        if got != want or int(r["doc_len"]) != sum(sum(c.values()) for c in want):
+        if (got != want or int(r["doc_len"]) != sum(sum(c.values()) for c in want)
+                or bytes(r["term_seq"]) != analysis.packed_ids(sequences[seq])):
             off.append(seq)
     return off

@@ -231,6 +231,8 @@ class SQLiteStore:
         conn = await db.connect(database, busy_timeout_ms)
         try:
             await conn.create_function("pma_speaker", 1, speaker_of, deterministic=True)
+            await conn.create_function("pma_term_seq", 1, analysis.content_ids,
+                                       deterministic=True)
             await db.migrate(conn, MIGRATIONS)
         except BaseException as exc:
             await conn.close()
@@ -684,13 +686,25 @@ class SQLiteStore:
                 out.update((int(seq), str(terms)) for seq, terms in await cur.fetchall())
         return out
 
-    async def namespace_content_vectors(self, namespace: str) -> dict[int, str]:
-        """`content_vectors` of every current memory of one namespace, in one read."""
+    async def term_sequences(self, seqs: Sequence[int]) -> dict[int, bytes]:
+        """Stored content term sequences (analysis.packed_ids) of memories by seq."""
+        out: dict[int, bytes] = {}
+        for start in range(0, len(seqs), 900):
+            chunk = tuple(seqs[start:start + 900])
+            async with self._conn.execute(
+                "SELECT seq, term_seq FROM memories "
+                f"WHERE seq IN ({_placeholders(len(chunk))})", chunk,
+            ) as cur:
+                out.update((int(seq), bytes(ids)) for seq, ids in await cur.fetchall())
+        return out
+
+    async def namespace_term_sequences(self, namespace: str) -> dict[int, bytes]:
+        """`term_sequences` of every current memory of one namespace, in one read."""
         async with self._conn.execute(
-            "SELECT seq, terms FROM memories WHERE namespace = ? AND superseded_by IS NULL",
+            "SELECT seq, term_seq FROM memories WHERE namespace = ? AND superseded_by IS NULL",
             (namespace,),
         ) as cur:
-            return {int(seq): str(terms) for seq, terms in await cur.fetchall()}
+            return {int(seq): bytes(ids) for seq, ids in await cur.fetchall()}
 
     async def namespace_doc_freq(
         self, namespace: str, terms: Sequence[str] | None = None
@@ -781,25 +795,25 @@ class SQLiteStore:
         """`namespace_memories` (same order) as the collector's lighter rows (see GCFacts)."""
         return (await self._gc_rows(namespace, vectors=False))[0]
 
-    async def gc_facts_and_vectors(
+    async def gc_facts_and_sequences(
         self, namespace: str
-    ) -> tuple[list[GCFacts], dict[int, str]]:
-        """`gc_facts`, and `namespace_content_vectors` from the same read (a whole-namespace
+    ) -> tuple[list[GCFacts], dict[int, bytes]]:
+        """`gc_facts`, and `namespace_term_sequences` from the same read (a whole-namespace
         plan with merges needs both: one pass over 100k rows instead of two)."""
         return await self._gc_rows(namespace, vectors=True)
 
     async def _gc_rows(
         self, namespace: str, *, vectors: bool
-    ) -> tuple[list[GCFacts], dict[int, str]]:
+    ) -> tuple[list[GCFacts], dict[int, bytes]]:
         """Sorted here: SQLite would sort the rows, text included, in a temporary b-tree."""
-        columns = f"{_FACT_COLUMNS}, terms" if vectors else _FACT_COLUMNS
+        columns = f"{_FACT_COLUMNS}, term_seq" if vectors else _FACT_COLUMNS
         async with self._conn.execute(
             f"SELECT {columns} FROM memories WHERE namespace = ?", (namespace,),
         ) as cur:
             rows = list(await cur.fetchall())
         rows.sort(key=lambda r: (r[_TIER_ACCESSED], r[0]))  # accessed_at, seq
         current = (r for r in rows if vectors and r[_TIER_SUPERSEDED] is None)
-        return [_facts(r) for r in rows], {int(r[0]): str(r[-1]) for r in current}
+        return [_facts(r) for r in rows], {int(r[0]): bytes(r[-1]) for r in current}
 
     async def gc_window(self, namespace: str, limit: int) -> list[Memory]:
         """The next `limit` memories of a bounded GC run: after the namespace's cursor in
@@ -1014,7 +1028,8 @@ class SQLiteStore:
                            await self._vectors_off(), await self._namespace_stats_off())
 
     async def _vectors_off(self) -> list[int]:
-        """Memories whose term vectors or length differ from what their index row holds."""
+        """Memories whose term vectors, term sequence or length differ from what their index
+        row holds."""
         async with self._write_lock:  # temp-schema DDL on the shared connection
             await self._conn.execute(
                 "CREATE VIRTUAL TABLE IF NOT EXISTS temp.consistency_instances "
@@ -1027,16 +1042,24 @@ class SQLiteStore:
         ) as cur:
             for doc, col, term, n in await cur.fetchall():
                 expected.setdefault(int(doc), {}).setdefault(str(col), Counter())[str(term)] = n
+        sequences: dict[int, list[str]] = {}
+        async with self._conn.execute(
+            "SELECT doc, term FROM temp.consistency_instances WHERE col = 'content' "
+            "ORDER BY doc, offset"
+        ) as cur:
+            for doc, term in await cur.fetchall():
+                sequences.setdefault(int(doc), []).append(str(term))
         off: list[int] = []
         async with self._conn.execute(
-            "SELECT seq, terms, label_terms, context_terms, doc_len FROM memories"
+            "SELECT seq, terms, label_terms, context_terms, doc_len, term_seq FROM memories"
         ) as cur:
-            for seq, *vectors, length in await cur.fetchall():
+            for seq, *vectors, length, term_seq in await cur.fetchall():
                 want = expected.get(int(seq), {})
                 got = [bm25.decode(str(v)) for v in vectors]
                 cols = [dict(want.get(c, {})) for c in ("content", "labels", "context")]
-                if (got != cols or int(length) != sum(sum(c.values()) for c in cols)) \
-                        and len(off) < 100:
+                packed = analysis.packed_ids(sequences.get(int(seq), []))
+                if (got != cols or int(length) != sum(sum(c.values()) for c in cols)
+                        or bytes(term_seq) != packed) and len(off) < 100:
                     off.append(int(seq))
         return off
 
@@ -1353,8 +1376,11 @@ class SQLiteStore:
         """(Re)write a memory's own-text vectors, keeping its namespace's document counts and
         length in step; returns the terms of its content."""
         counts: tuple[Counter[str], Counter[str]] = (Counter(), Counter())
+        sequence: list[str] = []
         for term, doc in analysis.tokens([content, labels]):
             counts[doc][term] += 1
+            if doc == 0:
+                sequence.append(term)
         async with conn.execute(
             "SELECT terms, label_terms FROM memories WHERE seq = ?", (seq,)
         ) as cur:
@@ -1367,9 +1393,10 @@ class SQLiteStore:
         delta = (sum(counts[0].values()) + sum(counts[1].values())
                  - bm25.length(old_terms) - bm25.length(old_labels))
         await conn.execute(
-            "UPDATE memories SET terms = ?, label_terms = ?, doc_len = doc_len + ? "
-            "WHERE seq = ?",
-            (bm25.encode(counts[0]), bm25.encode(counts[1]), delta, seq),
+            "UPDATE memories SET terms = ?, label_terms = ?, term_seq = ?, "
+            "doc_len = doc_len + ? WHERE seq = ?",
+            (bm25.encode(counts[0]), bm25.encode(counts[1]), analysis.packed_ids(sequence),
+             delta, seq),
         )
         await self._add_length(conn, namespace, delta)
         return set(counts[0])
