@@ -86,7 +86,7 @@ class Vocabulary:
             import numpy as np
 
             terms = list(self.doc_freq)
-            ids = np.fromiter(map(analysis.term_id, terms), dtype=np.int64, count=len(terms))
+            ids = np.frombuffer(analysis.packed_ids(terms), dtype="<i8")
             ranks = np.fromiter((self._rank.get(t, 0) for t in terms), dtype=np.int64,
                                 count=len(terms))
             counts = np.fromiter(self.doc_freq.values(), dtype=np.int64, count=len(terms))

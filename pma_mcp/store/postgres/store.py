@@ -111,12 +111,9 @@ def _tier_facts(row: asyncpg.Record) -> TierFacts:
 
 
 def _facts(row: asyncpg.Record) -> GCFacts:
-    t = _tier_facts(row)
-    return GCFacts(seq=t.seq, memory_type=t.memory_type, importance=t.importance,
-                   token_count=t.token_count, access_count=t.access_count,
-                   created_epoch=t.created_epoch, accessed_epoch=t.accessed_epoch,
-                   superseded_by=t.superseded_by, id=row["id"], namespace=row["namespace"],
-                   content=row["content"])
+    return GCFacts(int(row[0]), MemoryType(row[1]), float(row[2]), int(row[3]), int(row[4]),
+                   stored_epoch(row[5]), stored_epoch(row[6]), row[7], row[8], row[9],
+                   row[10])
 
 
 def _gc_rows(
