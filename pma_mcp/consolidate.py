@@ -60,7 +60,7 @@ class Vocabulary:
         ranked = sorted((n, t) for t, n in doc_freq.items() if 1 <= n <= MAX_SIGNATURE_DF)
         self._ranked = ["", *(t for _, t in ranked)]  # ranks from 1: 0 is never a rank
         self._rank = {t: i for i, t in enumerate(self._ranked) if i}
-        self._by_id: tuple[Any, Any, Any] | None = None
+        self._by_id: _IdTable | None = None
 
     def idf(self, term: str) -> float:
         """sklearn's smoothed idf: ln((1 + N) / (1 + df)) + 1."""
@@ -79,38 +79,10 @@ class Vocabulary:
         """The terms of signing ranks (0: none)."""
         return tuple(self._ranked[r] for r in ranks if r)
 
-    def _id_table(self) -> tuple[Any, Any, Any]:
-        """The namespace's term ids (analysis.term_id) sorted, with each one's signing rank
-        (0: none) and document count."""
+    def _ids(self) -> _IdTable:
         if self._by_id is None:
-            import numpy as np
-
-            terms = list(self.doc_freq)
-            ids = np.frombuffer(analysis.packed_ids(terms), dtype="<i8")
-            ranks = np.fromiter((self._rank.get(t, 0) for t in terms), dtype=np.int64,
-                                count=len(terms))
-            counts = np.fromiter(self.doc_freq.values(), dtype=np.int64, count=len(terms))
-            order = np.argsort(ids, kind="stable")
-            self._by_id = ids[order], ranks[order], counts[order]
+            self._by_id = _IdTable(self.doc_freq, self._rank)
         return self._by_id
-
-    def _lookup(self, ids: Any, column: int) -> Any:
-        """`column` of `_id_table` for each of `ids` (0 for an id the namespace lacks).
-
-        Two million random look-ups into the table (searchsorted) cost ~0.3 s; sorting the
-        ids and finding each known id's run among them costs a tenth of that."""
-        import numpy as np
-
-        known, values = self._id_table()[0], self._id_table()[column]
-        order = np.argsort(ids)
-        ordered = ids[order]
-        low = np.searchsorted(ordered, known, side="left")
-        runs = np.searchsorted(ordered, known, side="right") - low
-        offsets = np.cumsum(runs) - runs
-        at = np.repeat(low - offsets, runs) + np.arange(int(runs.sum()))
-        found = np.zeros(len(ids), dtype=np.int64)
-        found[order[at]] = np.repeat(values, runs)
-        return found
 
     def idf_of(self, sequences: Iterable[bytes]) -> dict[int, float]:
         """`idf` of every term id in stored term sequences (analysis.packed_ids)."""
@@ -118,9 +90,9 @@ class Vocabulary:
 
         ids = np.frombuffer(b"".join(sequences), dtype="<i8")
         distinct = _distinct(ids)
+        counts = self._ids().lookup(distinct, _IdTable.DOC_FREQ)
         return {i: _smoothed_idf(self.total, n)
-                for i, n in zip(distinct.tolist(), self._lookup(distinct, 2).tolist(),
-                                strict=True)}
+                for i, n in zip(distinct.tolist(), counts.tolist(), strict=True)}
 
     def signatures(self, sequences: Sequence[bytes]) -> tuple[list[list[int]], Any]:
         """`neighbour_groups` of the signatures of many stored term sequences, and each one's
@@ -131,7 +103,7 @@ class Vocabulary:
         n = len(sequences)
         lengths = np.fromiter(map(len, sequences), dtype=np.int64, count=n)
         ids = np.frombuffer(b"".join(sequences), dtype="<i8")
-        ranks = self._lookup(ids, 1)
+        ranks = self._ids().lookup(ids, _IdTable.RANK)
         owner = np.repeat(np.arange(n, dtype=np.int64), lengths // analysis.TERM_ID_BYTES)
         m = len(self._ranked)
         signing = ranks > 0
@@ -156,6 +128,60 @@ class Vocabulary:
         groups = [members[a:a + size].tolist() for a, size in zip(
             starts[sizes > 1].tolist(), sizes[sizes > 1].tolist(), strict=True)]
         return groups, table
+
+
+class _IdTable:
+    """One namespace's terms by id (analysis.term_id): columns RANK (signing rank, 0 for
+    none) and DOC_FREQ, found for millions of ids at once.
+
+    Ids are uniform 64-bit hashes, so their top bits spread them evenly over buckets (at least
+    two per term); the terms sit sorted by unsigned id, and each bucket's run of them starts
+    at `starts[bucket]`. A look-up compares each id with its bucket's first term, then the
+    few ids whose bucket holds more with the next, and so on: ~0.05 s for 2.5M ids at 115k
+    terms, where sorting the ids (or binary search) costs ~0.25 s."""
+
+    RANK = 0
+    DOC_FREQ = 1
+
+    def __init__(self, doc_freq: Mapping[str, int], rank: Mapping[str, int]) -> None:
+        import numpy as np
+
+        terms = list(doc_freq)
+        ids = np.frombuffer(analysis.packed_ids(terms), dtype="<u8")
+        ranks = np.fromiter((rank.get(t, 0) for t in terms), dtype=np.int64, count=len(terms))
+        counts = np.fromiter(doc_freq.values(), dtype=np.int64, count=len(terms))
+        order = np.argsort(ids, kind="stable")
+        self._known = ids[order]
+        self._columns = (ranks[order], counts[order])
+        bits = max(1, (2 * len(terms)).bit_length())
+        self._shift = np.uint64(64 - bits)
+        buckets = (self._known >> self._shift).astype(np.int64)
+        self._sizes = np.bincount(buckets, minlength=1 << bits)
+        self._starts = np.cumsum(self._sizes) - self._sizes
+
+    def lookup(self, ids: Any, column: int) -> Any:
+        """`column` for each of `ids` (int64 term ids; 0 where the namespace lacks one)."""
+        import numpy as np
+
+        if not len(self._known) or not len(ids):
+            return np.zeros(len(ids), dtype=np.int64)
+        unsigned = ids.view(np.uint64)
+        bucket = (unsigned >> self._shift).astype(np.int64)
+        at, held = self._starts[bucket], self._sizes[bucket]
+        values = self._columns[column]
+        candidate = np.minimum(at, len(self._known) - 1)
+        hit = (held > 0) & (self._known[candidate] == unsigned)
+        found = np.where(hit, values[candidate], 0)
+        pending = np.flatnonzero(~hit & (held > 1))
+        step = 1
+        while len(pending):
+            candidate = at[pending] + step
+            hit = self._known[candidate] == unsigned[pending]
+            found[pending[hit]] = values[candidate[hit]]
+            pending = pending[~hit]
+            step += 1
+            pending = pending[held[pending] > step]
+        return found
 
 
 def _distinct(values: Any) -> Any:

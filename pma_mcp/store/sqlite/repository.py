@@ -809,6 +809,7 @@ class SQLiteStore:
         async with self._conn.execute(
             f"SELECT {columns} FROM memories WHERE namespace = ?", (namespace,),
         ) as cur:
+            cur.row_factory = None  # tuples: 100k Rows cost more
             rows = list(await cur.fetchall())
         rows.sort(key=operator.itemgetter(_TIER_ACCESSED, 0))  # accessed_at, seq
         current = (r for r in rows if vectors and r[_TIER_SUPERSEDED] is None)
