@@ -52,6 +52,7 @@ from pma_mcp.models import (
     to_datetime,
 )
 from pma_mcp.scoring import breakdown
+from pma_mcp.scoring import score as composite_score
 from pma_mcp.store import Store, lexical, open_store
 
 
@@ -404,11 +405,17 @@ class MemoryService:
     async def stats(self, *, namespace: str | None = None) -> Stats:
         own = self._own(namespace)
         now = self._clock()
-        memories = await self.repo.namespace_memories(own)
+        with _cycle_collection_paused():  # 100k rows and a plan: see there
+            return await self._stats(own, now)
+
+    async def _stats(self, own: str, now: float) -> Stats:
+        memories = await self.repo.gc_facts(own)
+        weights = self.settings.weights
         by_tier = {tier: TierStats() for tier in MemoryType}
         total_score = 0.0
         for memory in memories:
-            score = breakdown(memory, now, self.settings.weights).composite
+            score = composite_score(memory.importance, memory.created_epoch,
+                                    memory.access_count, now, weights).composite
             tier = by_tier[memory.memory_type]
             tier.count += 1
             tier.tokens += memory.token_count
