@@ -17,8 +17,8 @@ A whole-namespace plan decides ~100k memories, so it works column by column rath
 by memory: scores, rule codes and target tiers as lists, capacity as a running sum of tokens per
 tier (`_cascade`), and text only when each GCDecision is made. Plain lists and comprehensions,
 not numpy: the hooks' bounded GC runs in the hook process, which must not load it. `Prediction`
-decides with the same functions (`_rule`, `_cascade`, `_action`, `_reason`), so `inspect` and
-the plan cannot disagree.
+decides with the same functions (`_rule`, `_cascade`, `_outcome`, `_reason`), so `inspect`
+and the plan cannot disagree.
 
 The collector scores with its own weights, `WEIGHTS` (the seed's 0.4/0.3/0.2/0.1), whatever
 PMA_WEIGHTS says: those shape recall. The thresholds above were set for the seed's weights;
@@ -32,7 +32,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from itertools import accumulate
+from itertools import accumulate, compress, repeat
 from operator import attrgetter
 
 from pma_mcp import lexicon
@@ -84,8 +84,6 @@ _MAX_IDLE = tuple(MAX_IDLE_HOURS.get(tier, math.inf) for tier in TIER_ORDER)
 # The rules' outcomes, in the order they are tried (see `_rule`).
 SUPERSEDED, IDLE_DEMOTE, PROMOTE, DELETE, ARCHIVE, IDLE_KEEP, KEEP = range(7)
 _OWN = tuple(range(len(TIER_ORDER)))
-_RULE_ACTION: tuple[GCAction, ...] = (
-    "keep", "demote", "promote", "delete", "archive", "keep", "keep")
 _RULE_TARGET: tuple[tuple[int, ...], ...] = (
     _OWN,
     tuple(_CODE[tier_down(tier)] for tier in TIER_ORDER),
@@ -146,6 +144,15 @@ class _Scores:
                       for i, r, a in zip(importance, recencies, access, strict=True)]
         return cls(importance, ages, recencies, access, composites)
 
+    def breakdowns(self) -> list[ScoreBreakdown]:
+        """Each memory's ScoreBreakdown, equal to `gc_score`'s."""
+        return [
+            ScoreBreakdown(semantic_similarity=0.0, importance=i, recency=r,
+                           access_frequency=a, composite=c, age_hours=g)
+            for i, r, a, c, g in zip(self.importance, self.recency, self.access,
+                                     self.composites, self.ages, strict=True)
+        ]
+
 
 def idle_hours(memory: Tiered, now: float) -> float:
     return (now - memory.accessed_epoch) / 3600.0
@@ -167,50 +174,40 @@ def _rule(tier: int, composite: float, idle: float, superseded: bool) -> int:
     return IDLE_KEEP if idle_long else KEEP
 
 
-_IDLE_DEMOTE_TEXT = {
-    _CODE[tier]: (f" h > {MAX_IDLE_HOURS[tier]:g} h max for {tier} and score ",
-                  f" ≤ {DEMOTION_THRESHOLD}")
-    for tier in MAX_IDLE_HOURS
-}
+@dataclass(frozen=True, slots=True)
+class _Columns:
+    """A batch of memories as the rules see them, one list per field."""
 
+    types: list[MemoryType]
+    tiers: list[int]
+    seqs: list[int]
+    tokens: list[int]
+    superseded_by: list[str | None]
+    idle: list[float]
+    scores: _Scores
+    codes: list[int]
+    targets: list[int]
 
-def _rule_reason(code: int, tier: int, shown: str, idle: float,
-                 superseded_by: str | None) -> str:
-    """Why rule `code` applies; `shown` is the score as printed (3 decimals)."""
-    if code == IDLE_DEMOTE:
-        mid, end = _IDLE_DEMOTE_TEXT[tier]
-        return f"idle {idle:.1f}{mid}{shown}{end}"
-    if code == KEEP:
-        return f"score {shown} within thresholds"
-    if code == IDLE_KEEP:
-        return (f"idle {idle:.1f} h but score {shown} > {DEMOTION_THRESHOLD}: "
-                "important enough to stay")
-    if code == ARCHIVE:
-        return f"score {shown} < {ARCHIVE_THRESHOLD}"
-    if code == DELETE:
-        return f"archived and score {shown} < {DELETE_THRESHOLD}"
-    if code == PROMOTE:
-        return f"score {shown} ≥ {PROMOTION_THRESHOLD}"
-    return f"superseded by {(superseded_by or '')[:8]}: stays archived"
+    @classmethod
+    def of(cls, memories: Sequence[Tiered], now: float, weights: Weights) -> _Columns:
+        types = list(map(_TYPE, memories))
+        tiers = list(map(_CODE.__getitem__, types))
+        superseded_by = list(map(_SUPERSEDED_BY, memories))
+        idle = [(now - accessed) / 3600.0 for accessed in map(_ACCESSED, memories)]
+        scores = _Scores.of(memories, now, weights)
+        codes = list(map(_rule, tiers, scores.composites, idle,
+                         [by is not None for by in superseded_by]))
+        targets = [_RULE_TARGET[code][tier] for code, tier in zip(codes, tiers, strict=True)]
+        return cls(types, tiers, list(map(_SEQ, memories)), list(map(_TOKENS, memories)),
+                   superseded_by, idle, scores, codes, targets)
 
-
-def apply_rules(memory: Tiered, score: ScoreBreakdown, now: float) -> Rule:
-    """The seed's three rules for one memory, before capacity."""
-    tier, idle = _CODE[memory.memory_type], idle_hours(memory, now)
-    code = _rule(tier, score.composite, idle, memory.superseded_by is not None)
-    return Rule(_RULE_ACTION[code], _TIER_OF[_RULE_TARGET[code][tier]] if
-                _RULE_ACTION[code] != "keep" else None,
-                _rule_reason(code, tier, f"{score.composite:.3f}", idle,
-                             memory.superseded_by))
-
-
-def _best_first(indices: list[int], composites: Sequence[float],
-                seqs: Sequence[int]) -> list[int]:
-    """Capacity order: higher score first, the newer memory (higher seq) first on a tie,
-    then input order. Two stable sorts (seq, then score) cost a fifth of one on tuples."""
-    order = sorted(indices, key=seqs.__getitem__, reverse=True)
-    order.sort(key=composites.__getitem__, reverse=True)
-    return order
+    def best_first(self, indices: list[int]) -> list[int]:
+        """Capacity order: higher score first, the newer memory (higher seq) first on a
+        tie, then input order. Two stable sorts (seq, then score) cost a fifth of one on
+        (score, seq) tuples."""
+        order = sorted(indices, key=self.seqs.__getitem__, reverse=True)
+        order.sort(key=self.scores.composites.__getitem__, reverse=True)
+        return order
 
 
 def _cascade(
@@ -218,13 +215,14 @@ def _cascade(
 ) -> tuple[list[int], list[int]]:
     """Tier capacity: each memory's final tier, and the tokens each active tier then holds.
 
-    `order` lists memories best first (`_best_first`); `held` is what the active tiers hold
-    before them. A tier holds the tokens of every memory that arrives in it, including those
-    that then move on, so a memory stays while the tier's running sum, its own tokens
-    included, is within capacity; otherwise it arrives in the next tier down, among the
-    better-scored memories that moved there before it. Judging memories best first is the same
-    as repeatedly moving a full tier's lowest-scored memory down, and it lets `Prediction` stop
-    once the tiers a memory could stay in are full, without looking at lower-scored memories.
+    `order` lists memories best first (`_Columns.best_first`); `held` is what the active
+    tiers hold before them. A tier holds the tokens of every memory that arrives in it,
+    including those that then move on, so a memory stays while the tier's running sum, its
+    own tokens included, is within capacity; otherwise it arrives in the next tier down,
+    among the better-scored memories that moved there before it. Judging memories best first
+    is the same as repeatedly moving a full tier's lowest-scored memory down, and it lets
+    `Prediction` stop once the tiers a memory could stay in are full, without looking at
+    lower-scored memories.
     """
     final, held = list(targets), list(held)
     for tier in (_WORKING, _EPISODIC, _SEMANTIC):
@@ -241,8 +239,49 @@ def _cascade(
     return final, held
 
 
+_NO_PREFIX, _IDLE_PREFIX, _SUPERSEDED_PREFIX = range(3)
+"""What a reason starts with: nothing, "idle 12.3", or "superseded by 0123abcd"."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    """What rule and capacity make of a memory: its action, the tier it moves to, and its
+    reason's words (a prefix kind, and the text around each mention of the score)."""
+
+    action: GCAction
+    to_tier: MemoryType | None
+    prefix: int
+    segments: tuple[str, ...]
+
+
+def _rule_text(code: int, tier: int) -> tuple[int, tuple[str, ...]]:
+    """Why rule `code` applies to a memory in `tier` (see `_Outcome`)."""
+    if code == IDLE_DEMOTE:
+        memory_type = TIER_ORDER[tier]
+        return _IDLE_PREFIX, (f" h > {MAX_IDLE_HOURS[memory_type]:g} h max for {memory_type} "
+                              "and score ", f" ≤ {DEMOTION_THRESHOLD}")
+    if code == KEEP:
+        return _NO_PREFIX, ("score ", " within thresholds")
+    if code == IDLE_KEEP:
+        return _IDLE_PREFIX, (" h but score ",
+                              f" > {DEMOTION_THRESHOLD}: important enough to stay")
+    if code == ARCHIVE:
+        return _NO_PREFIX, ("score ", f" < {ARCHIVE_THRESHOLD}")
+    if code == DELETE:
+        return _NO_PREFIX, ("archived and score ", f" < {DELETE_THRESHOLD}")
+    if code == PROMOTE:
+        return _NO_PREFIX, ("score ", f" ≥ {PROMOTION_THRESHOLD}")
+    return _SUPERSEDED_PREFIX, (": stays archived",)
+
+
+_OVER_CAPACITY = {
+    _CODE[tier]: (f"{tier.value} over capacity ({TIER_CAPACITY[tier]:,} tokens held by "
+                  "higher scores): score ", f" moves to {tier_down(tier).value}")
+    for tier in ACTIVE_TIERS
+}
+
+
 def _action(tier: int, code: int, final: int) -> GCAction:
-    """What reaching tier `final` (after capacity) means for a memory in `tier`."""
     if final == _GONE:
         return "delete"
     if final == tier:
@@ -254,41 +293,44 @@ def _action(tier: int, code: int, final: int) -> GCAction:
     return "demote"
 
 
-_OVER_CAPACITY = {
-    _CODE[tier]: (f"{tier.value} over capacity ({TIER_CAPACITY[tier]:,} tokens held by "
-                  "higher scores): score ", f" moves to {tier_down(tier).value}")
-    for tier in ACTIVE_TIERS
-}
-
-
 @cache
-def _capacity_notes(tier: int, target: int, final: int) -> tuple[bool, tuple[str, ...]]:
-    """The capacity notes of a memory in `tier` that the rules sent to `target` and capacity
-    on to `final`: one per tier passed, each after "; then ", except that the note of its own
-    tier replaces what came before. Returned as whether the rule's reason stays, and the text
-    between the mentions of the score (`shown.join(...)`)."""
-    passed = range(target, final)
-    keeps_rule = tier not in passed
-    start = 0 if keeps_rule else passed.index(tier)
-    segments, before = [], ""
-    for t in passed[start:]:
+def _outcome(code: int, tier: int, final: int) -> _Outcome:
+    """The outcome for a memory in `tier` that rule `code` sent on and capacity left in
+    `final`. The reason is the rule's, then a note per tier capacity passed it through,
+    each after "; then ", except that its own tier's note replaces what came before
+    (capacity, not the rule, moved it). A 100k plan has a few dozen outcomes, hence the
+    cache."""
+    action = _action(tier, code, final)
+    prefix, segments = _rule_text(code, tier)
+    passed, joint = range(_RULE_TARGET[code][tier], final), "; then "
+    if tier in passed:
+        prefix, segments, joint = _NO_PREFIX, ("",), ""
+        passed = passed[passed.index(tier):]
+    for t in passed:
         head, tail = _OVER_CAPACITY[t]
-        segments.append(before + head)
-        before = tail + "; then "
-    segments.append(before.removesuffix("; then "))
-    return keeps_rule, tuple(segments)
+        segments = (*segments[:-1], segments[-1] + joint + head, tail)
+        joint = "; then "
+    to_tier = None if action in ("keep", "delete") else _TIER_OF[final]
+    return _Outcome(action, to_tier, prefix, segments)
 
 
-def _reason(code: int, tier: int, target: int, final: int, shown: str, idle: float,
-            superseded_by: str | None) -> str:
-    """The reason a decision gives: the rule's, then what capacity did."""
-    if final == target:
-        return _rule_reason(code, tier, shown, idle, superseded_by)
-    keeps_rule, segments = _capacity_notes(tier, target, final)
-    notes = shown.join(segments)
-    if keeps_rule:
-        return f"{_rule_reason(code, tier, shown, idle, superseded_by)}; then {notes}"
-    return notes
+def _reason(outcome: _Outcome, shown: str, idle: float, superseded_by: str | None) -> str:
+    """A decision's reason, `shown` being its score as printed (3 decimals)."""
+    words = shown.join(outcome.segments)
+    if outcome.prefix == _NO_PREFIX:
+        return words
+    if outcome.prefix == _IDLE_PREFIX:
+        return f"idle {idle:.1f}{words}"
+    return f"superseded by {(superseded_by or '')[:8]}{words}"
+
+
+def apply_rules(memory: Tiered, score: ScoreBreakdown, now: float) -> Rule:
+    """The seed's three rules for one memory, before capacity."""
+    tier, idle = _CODE[memory.memory_type], idle_hours(memory, now)
+    code = _rule(tier, score.composite, idle, memory.superseded_by is not None)
+    outcome = _outcome(code, tier, _RULE_TARGET[code][tier])
+    return Rule(outcome.action, outcome.to_tier,
+                _reason(outcome, f"{score.composite:.3f}", idle, memory.superseded_by))
 
 
 def _decision(
@@ -310,10 +352,6 @@ def _decision(
         content_preview=lexicon.preview(memory.content, PREVIEW_CHARS),
         merge_into=merge_into,
     )
-
-
-def _to_tier(action: GCAction, final: int) -> MemoryType | None:
-    return None if action == "keep" or action == "delete" else _TIER_OF[final]
 
 
 def _merge_decision(memory: Planned, pair: MergePair, score: ScoreBreakdown) -> GCDecision:
@@ -346,49 +384,42 @@ def plan(
     depends on which others are near-duplicates: `inspect` can predict it from the memories
     that score higher alone.
     """
-    types = list(map(_TYPE, memories))
-    tiers = list(map(_CODE.__getitem__, types))
-    tokens = list(map(_TOKENS, memories))
-    superseded_by = list(map(_SUPERSEDED_BY, memories))
-    scores = _Scores.of(memories, now, weights)
-    composites = scores.composites
-    idle = [(now - accessed) / 3600.0 for accessed in map(_ACCESSED, memories)]
-    codes = list(map(_rule, tiers, composites, idle,
-                     [by is not None for by in superseded_by]))
-    targets = [_RULE_TARGET[code][tier] for code, tier in zip(codes, tiers, strict=True)]
-    order = _best_first([i for i, t in enumerate(targets) if t < _ARCHIVED], composites,
-                        list(map(_SEQ, memories)))
-    finals, _ = _cascade(order, targets, tokens, _held(outside_tokens))
-    shown = [f"{c:.3f}" for c in composites]
-    reasons = list(map(_reason, codes, tiers, targets, finals, shown, idle, superseded_by))
-    actions = list(map(_action, tiers, codes, finals))
-    breakdowns = [
-        ScoreBreakdown(semantic_similarity=0.0, importance=i, recency=r, access_frequency=a,
-                       composite=c, age_hours=g)
-        for i, r, a, c, g in zip(scores.importance, scores.recency, scores.access,
-                                 composites, scores.ages, strict=True)
-    ]
+    columns = _Columns.of(memories, now, weights)
+    targets, composites = columns.targets, columns.scores.composites
+    order = columns.best_first([i for i, t in enumerate(targets) if t < _ARCHIVED])
+    finals, _ = _cascade(order, targets, columns.tokens, _held(outside_tokens))
+    outcomes = list(map(_outcome, columns.codes, columns.tiers, finals))
+    shown_of = {c: f"{c:.3f}" for c in set(composites)}
+    reasons = list(map(_reason, outcomes, map(shown_of.__getitem__, composites),
+                       columns.idle, columns.superseded_by))
+    breakdowns = columns.scores.breakdowns()
     decisions = [
-        GCDecision(memory_id=memory_id, action=action, from_tier=from_tier,
-                   to_tier=_to_tier(action, final), reason=reason, breakdown=breakdown,
-                   token_count=token_count,
-                   content_preview=lexicon.preview(content, PREVIEW_CHARS))
-        for memory_id, action, from_tier, final, reason, breakdown, token_count, content
-        in zip(map(_ID, memories), actions, types, finals, reasons, breakdowns, tokens,
-               map(_CONTENT, memories), strict=True)
+        GCDecision(memory_id=memory_id, action=outcome.action, from_tier=from_tier,
+                   to_tier=outcome.to_tier, reason=reason, breakdown=breakdown,
+                   token_count=token_count, content_preview=preview)
+        for memory_id, outcome, from_tier, reason, breakdown, token_count, preview
+        in zip(map(_ID, memories), outcomes, columns.types, reasons, breakdowns,
+               columns.tokens, map(lexicon.preview, map(_CONTENT, memories),
+                                   repeat(PREVIEW_CHARS)), strict=True)
     ]
+    actions = [outcome.action for outcome in outcomes]
     merged_away = {pair.gone.id: pair for pair in merges}
     if merged_away:
         for i, decision in enumerate(decisions):
             pair = merged_away.get(decision.memory_id)
             if pair is not None:
                 decisions[i] = _merge_decision(memories[i], pair, breakdowns[i])
-    preview = GCPreview(namespace=namespace)
-    groups = {"merge": preview.to_merge.append, "delete": preview.to_delete.append,
-              "keep": preview.to_keep.append, "promote": preview.to_promote.append,
-              "archive": preview.to_archive.append, "demote": preview.to_demote.append}
-    for decision in decisions:
-        groups[decision.action](decision)
+                actions[i] = "merge"
+
+    def chosen(action: GCAction) -> list[GCDecision]:
+        """The decisions taking `action`, in input order."""
+        return list(compress(decisions, map(action.__eq__, actions)))
+
+    preview = GCPreview(
+        namespace=namespace, to_promote=chosen("promote"), to_demote=chosen("demote"),
+        to_archive=chosen("archive"), to_delete=chosen("delete"), to_merge=chosen("merge"),
+        to_keep=chosen("keep"),
+    )
     preview.token_delta = _token_delta(preview)
     preview.summary = _summary(preview)
     return preview
@@ -398,13 +429,13 @@ class Prediction:
     """The decision `plan` would make for one memory, from the memories scoring higher.
 
     Feed `higher` the namespace's memories in descending score order (those that cannot
-    reach an active tier may be left out) until it returns True; then `decision()`.
-    Fed memories are weighed in batches of BATCH with the plan's own functions.
+    reach an active tier may be left out) until it returns True; then `decision()`. The fed
+    memories are weighed BATCH at a time, with the plan's own functions.
     """
 
     BATCH = 32
-    """Memories weighed at once: `higher` may say True up to BATCH - 1 memories after the
-    earliest it could (all score higher, so the decision is the same)."""
+    """`higher` may say True up to BATCH - 1 memories after the earliest it could: those
+    score higher too, so the decision is the same."""
 
     def __init__(self, memory: Planned, now: float, weights: Weights) -> None:
         self.memory = memory
@@ -433,21 +464,16 @@ class Prediction:
         return len(self._fed) >= self.BATCH and self.settled
 
     def _weigh(self) -> None:
-        """Place the memories fed since the last call, best first, in the tiers."""
+        """Place the memories fed since the last call in the tiers, best first."""
         if not self._fed:
             return
         fed, self._fed = self._fed, []
-        composites = _Scores.of(fed, self._now, self._weights).composites
-        seqs = list(map(_SEQ, fed))
-        tiers = list(map(_CODE.__getitem__, map(_TYPE, fed)))
-        idle = [(self._now - accessed) / 3600.0 for accessed in map(_ACCESSED, fed)]
-        codes = map(_rule, tiers, composites, idle,
-                    [m.superseded_by is not None for m in fed])
-        targets = [_RULE_TARGET[code][tier] for code, tier in zip(codes, tiers, strict=True)]
-        above = [i for i, key in enumerate(zip(composites, seqs, strict=True))
-                 if key > self._key and targets[i] < _ARCHIVED]
-        _, self._held = _cascade(_best_first(above, composites, seqs), targets,
-                                 list(map(_TOKENS, fed)), self._held)
+        columns = _Columns.of(fed, self._now, self._weights)
+        above = [i for i, key in enumerate(zip(columns.scores.composites, columns.seqs,
+                                               strict=True))
+                 if key > self._key and columns.targets[i] < _ARCHIVED]
+        _, self._held = _cascade(columns.best_first(above), columns.targets, columns.tokens,
+                                 self._held)
 
     def decision(self, merge: MergePair | None = None) -> GCDecision:
         memory = self.memory
@@ -455,10 +481,10 @@ class Prediction:
             return _merge_decision(memory, merge, self.score)
         self._weigh()
         (final,), _ = _cascade([0], [self._target], [memory.token_count], self._held)
-        action = _action(self._tier, self._code, final)
-        reason = _reason(self._code, self._tier, self._target, final,
-                         f"{self.score.composite:.3f}", self._idle, memory.superseded_by)
-        return _decision(memory, action, _to_tier(action, final), reason, self.score)
+        outcome = _outcome(self._code, self._tier, final)
+        reason = _reason(outcome, f"{self.score.composite:.3f}", self._idle,
+                         memory.superseded_by)
+        return _decision(memory, outcome.action, outcome.to_tier, reason, self.score)
 
 
 def _token_delta(preview: GCPreview) -> int:
