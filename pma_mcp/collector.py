@@ -393,33 +393,26 @@ def plan(
     reasons = list(map(_reason, outcomes, map(shown_of.__getitem__, composites),
                        columns.idle, columns.superseded_by))
     breakdowns = columns.scores.breakdowns()
+    ids = list(map(_ID, memories))
     decisions = [
         GCDecision(memory_id=memory_id, action=outcome.action, from_tier=from_tier,
                    to_tier=outcome.to_tier, reason=reason, breakdown=breakdown,
                    token_count=token_count, content_preview=preview)
         for memory_id, outcome, from_tier, reason, breakdown, token_count, preview
-        in zip(map(_ID, memories), outcomes, columns.types, reasons, breakdowns,
-               columns.tokens, map(lexicon.preview, map(_CONTENT, memories),
-                                   repeat(PREVIEW_CHARS)), strict=True)
+        in zip(ids, outcomes, columns.types, reasons, breakdowns, columns.tokens,
+               map(lexicon.preview, map(_CONTENT, memories), repeat(PREVIEW_CHARS)),
+               strict=True)
     ]
-    actions = [outcome.action for outcome in outcomes]
     merged_away = {pair.gone.id: pair for pair in merges}
     if merged_away:
-        for i, decision in enumerate(decisions):
-            pair = merged_away.get(decision.memory_id)
-            if pair is not None:
-                decisions[i] = _merge_decision(memories[i], pair, breakdowns[i])
-                actions[i] = "merge"
-
-    def chosen(action: GCAction) -> list[GCDecision]:
-        """The decisions taking `action`, in input order."""
-        return list(compress(decisions, map(action.__eq__, actions)))
-
-    preview = GCPreview(
-        namespace=namespace, to_promote=chosen("promote"), to_demote=chosen("demote"),
-        to_archive=chosen("archive"), to_delete=chosen("delete"), to_merge=chosen("merge"),
-        to_keep=chosen("keep"),
-    )
+        for i in compress(range(len(ids)), map(merged_away.__contains__, ids)):
+            decisions[i] = _merge_decision(memories[i], merged_away[ids[i]], breakdowns[i])
+    preview = GCPreview(namespace=namespace)
+    groups = {"merge": preview.to_merge.append, "delete": preview.to_delete.append,
+              "keep": preview.to_keep.append, "promote": preview.to_promote.append,
+              "archive": preview.to_archive.append, "demote": preview.to_demote.append}
+    for decision in decisions:
+        groups[decision.action](decision)
     preview.token_delta = _token_delta(preview)
     preview.summary = _summary(preview)
     return preview
