@@ -29,8 +29,8 @@ without a query) the same rules would archive and then delete the whole store.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
 from functools import cache
 from itertools import accumulate, compress, repeat
 from operator import attrgetter
@@ -145,13 +145,33 @@ class _Scores:
         return cls(importance, ages, recencies, access, composites)
 
     def breakdowns(self) -> list[ScoreBreakdown]:
-        """Each memory's ScoreBreakdown, equal to `gc_score`'s."""
-        return [
-            ScoreBreakdown(semantic_similarity=0.0, importance=i, recency=r,
-                           access_frequency=a, composite=c, age_hours=g)
-            for i, r, a, c, g in zip(self.importance, self.recency, self.access,
-                                     self.composites, self.ages, strict=True)
-        ]
+        """Each memory's ScoreBreakdown, equal to `gc_score`'s, made by filling its slots:
+        a frozen dataclass's __init__ sets every field through object.__setattr__, 0.07 s
+        of a 100k plan against 0.03 s this way (`_BREAKDOWN_SLOTS` are checked at import)."""
+        new = ScoreBreakdown.__new__
+        semantic, importance, recency_, access, composite, age = _BREAKDOWN_SLOTS
+        made = []
+        for i, r, a, c, g in zip(self.importance, self.recency, self.access,
+                                 self.composites, self.ages, strict=True):
+            breakdown = new(ScoreBreakdown)
+            semantic(breakdown, 0.0)
+            importance(breakdown, i)
+            recency_(breakdown, r)
+            access(breakdown, a)
+            composite(breakdown, c)
+            age(breakdown, g)
+            made.append(breakdown)
+        return made
+
+
+_BREAKDOWN_FIELDS = ("semantic_similarity", "importance", "recency", "access_frequency",
+                     "composite", "age_hours")
+if (tuple(f.name for f in fields(ScoreBreakdown)) != _BREAKDOWN_FIELDS
+        or hasattr(ScoreBreakdown, "__post_init__")):
+    raise TypeError("ScoreBreakdown changed: update collector._Scores.breakdowns")
+_BREAKDOWN_SLOTS: tuple[Callable[[ScoreBreakdown, float], None], ...] = tuple(
+    getattr(ScoreBreakdown, name).__set__ for name in _BREAKDOWN_FIELDS)
+"""The slot setters of ScoreBreakdown's fields, in order."""
 
 
 def idle_hours(memory: Tiered, now: float) -> float:
@@ -237,6 +257,60 @@ def _cascade(
                 final[i] = moved_on
         held[tier] = total
     return final, held
+
+
+def _full_from(held: Sequence[int]) -> int:
+    """The hottest tier from which every active tier down is past its capacity (_ARCHIVED
+    when the coldest is not): a memory bound for it, or below, can then only end archived,
+    whatever scores lower, as held tokens only grow."""
+    tier = _ARCHIVED
+    while tier > _WORKING and held[tier - 1] > _CAPACITY[tier - 1]:
+        tier -= 1
+    return tier
+
+
+_SAMPLE_EVERY = 16
+"""Every 16th memory's score and tokens estimate where the tiers fill (`_fill_estimate`)."""
+
+
+def _fill_estimate(bound: list[int], columns: _Columns, held: Sequence[int]) -> float:
+    """A score above which the memories probably hold four times the tiers' room, from a
+    sample of them (minus infinity if they do not)."""
+    composites, tokens = columns.scores.composites, columns.tokens
+    sample = sorted(bound[::_SAMPLE_EVERY], key=composites.__getitem__, reverse=True)
+    enough = 4 * sum(max(room - h, 0) for room, h in zip(_CAPACITY, held, strict=True))
+    sums = accumulate(_SAMPLE_EVERY * tokens[i] for i in sample)
+    for i, total in zip(sample, sums, strict=True):
+        if total > enough:
+            return composites[i]
+    return -math.inf
+
+
+def _placed(columns: _Columns, held: Sequence[int]) -> list[int]:
+    """Each memory's final tier: `_cascade` over those bound for an active tier.
+
+    Only the best-scored need sorting. Memories scoring above `_fill_estimate` are placed
+    first, best first; once that leaves every tier from some tier T down full
+    (`_full_from`), a lower-scored memory reaching T ends archived whatever its rank, so of
+    the rest only those bound for a tier above T are sorted and placed (behind the first
+    ones, as they score lower). A poor estimate costs time, never exactness. With a
+    negative token count (held tokens could shrink) everything is sorted.
+    """
+    targets, composites, tokens = columns.targets, columns.scores.composites, columns.tokens
+    bound = [i for i, t in enumerate(targets) if t < _ARCHIVED]
+    cut = _fill_estimate(bound, columns, held) if min(tokens, default=0) >= 0 else -math.inf
+    head = [i for i in bound if composites[i] > cut]
+    finals, held = _cascade(columns.best_first(head), targets, tokens, held)
+    if len(head) == len(bound):
+        return finals
+    full = _full_from(held)
+    rest = [i for i in bound if not composites[i] > cut]
+    finals, _ = _cascade(columns.best_first([i for i in rest if targets[i] < full]), finals,
+                         tokens, held)
+    for i in rest:
+        if full <= finals[i] < _ARCHIVED:
+            finals[i] = _ARCHIVED
+    return finals
 
 
 _NO_PREFIX, _IDLE_PREFIX, _SUPERSEDED_PREFIX = range(3)
@@ -385,13 +459,10 @@ def plan(
     that score higher alone.
     """
     columns = _Columns.of(memories, now, weights)
-    targets, composites = columns.targets, columns.scores.composites
-    order = columns.best_first([i for i, t in enumerate(targets) if t < _ARCHIVED])
-    finals, _ = _cascade(order, targets, columns.tokens, _held(outside_tokens))
+    finals = _placed(columns, _held(outside_tokens))
     outcomes = list(map(_outcome, columns.codes, columns.tiers, finals))
-    shown_of = {c: f"{c:.3f}" for c in set(composites)}
-    reasons = list(map(_reason, outcomes, map(shown_of.__getitem__, composites),
-                       columns.idle, columns.superseded_by))
+    shown = [f"{c:.3f}" for c in columns.scores.composites]
+    reasons = list(map(_reason, outcomes, shown, columns.idle, columns.superseded_by))
     breakdowns = columns.scores.breakdowns()
     ids = list(map(_ID, memories))
     decisions = [
@@ -449,7 +520,7 @@ class Prediction:
         """No memory scoring lower than the ones fed so far can change the outcome: every
         active tier from the memory's target down is past its capacity."""
         self._weigh()
-        return all(self._held[t] > _CAPACITY[t] for t in range(self._target, _ARCHIVED))
+        return self._target >= _full_from(self._held)
 
     def higher(self, other: Tiered) -> bool:
         """Count one memory that scores higher; True once the outcome is settled."""
