@@ -13,12 +13,13 @@ run's merges). And near-duplicates found by `consolidate` are merged into the be
 `Prediction` makes the same decision for one memory from the memories that score higher
 (`inspect`), and `gc_score` is the one score every GC decision uses.
 
-A whole-namespace plan decides ~100k memories, so it works column by column rather than memory
-by memory: scores, rule codes and target tiers as lists, capacity as a running sum of tokens per
-tier (`_cascade`), and text only when each GCDecision is made. Plain lists and comprehensions,
-not numpy: the hooks' bounded GC runs in the hook process, which must not load it. `Prediction`
-decides with the same functions (`_rule`, `_cascade`, `_outcome`, `_reason`), so `inspect`
-and the plan cannot disagree.
+A whole-namespace `gc_preview` plans ~100k memories, so `plan` works column by column, not
+memory by memory: scores, rule codes and target tiers as lists (`_Columns`); capacity as running
+sums of tokens per tier (`_cascade`), sorting only the best-scored memories (`_placed`); a
+reason's words once per outcome (`_outcome`: rule, tier, final tier), so per memory only its
+score and idle hours are formatted, when its GCDecision is made. Plain lists, not numpy: the
+hooks' bounded GC runs in the hook process, which must not load it. `Prediction` decides with
+the same functions, so `inspect` and the plan cannot disagree.
 
 The collector scores with its own weights, `WEIGHTS` (the seed's 0.4/0.3/0.2/0.1), whatever
 PMA_WEIGHTS says: those shape recall. The thresholds above were set for the seed's weights;

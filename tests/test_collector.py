@@ -224,6 +224,15 @@ def _reference_order(memories: list[Memory], now: float) -> list[Memory]:
                   reverse=True)
 
 
+def _predicted(memory: Memory, ranked: list[Memory]) -> GCDecision:
+    """What `inspect` does: feed the memories best first until the outcome is settled."""
+    prediction = Prediction(memory, T0, WEIGHTS)
+    for other in ranked:
+        if prediction.higher(other):
+            break
+    return prediction.decision()
+
+
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("filled", [0, 1])
 def test_the_plan_is_what_each_memory_predicts_from_those_above_it(
@@ -243,11 +252,7 @@ def test_the_plan_is_what_each_memory_predicts_from_those_above_it(
     decided = _decisions(plan("ns", memories, T0, WEIGHTS))
     ranked = _reference_order(memories, T0)
     for m in rng.sample(memories, 120):
-        prediction = Prediction(m, T0, WEIGHTS)
-        for other in ranked:
-            if prediction.higher(other):
-                break
-        assert prediction.decision() == decided[m.id]
+        assert _predicted(m, ranked) == decided[m.id]
 
 
 def test_a_prediction_is_settled_exactly_and_says_so_within_a_batch() -> None:
@@ -292,8 +297,4 @@ def test_low_scores_fill_a_tier_left_with_room_after_the_others_filled() -> None
         "scores): score 0.150 moves to archived")
     ranked = _reference_order(memories, T0)
     for m in [*low, *bulk[::7]]:
-        prediction = Prediction(m, T0, WEIGHTS)
-        for other in ranked:
-            if prediction.higher(other):
-                break
-        assert prediction.decision() == decided[m.id]
+        assert _predicted(m, ranked) == decided[m.id]
