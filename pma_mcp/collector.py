@@ -466,13 +466,13 @@ def plan(
     reasons = list(map(_reason, outcomes, shown, columns.idle, columns.superseded_by))
     breakdowns = columns.scores.breakdowns()
     ids = list(map(_ID, memories))
+    previews = list(map(lexicon.preview, map(_CONTENT, memories), repeat(PREVIEW_CHARS)))
     decisions = [
         GCDecision(memory_id=memory_id, action=outcome.action, from_tier=from_tier,
                    to_tier=outcome.to_tier, reason=reason, breakdown=breakdown,
                    token_count=token_count, content_preview=preview)
         for memory_id, outcome, from_tier, reason, breakdown, token_count, preview
-        in zip(ids, outcomes, columns.types, reasons, breakdowns, columns.tokens,
-               map(lexicon.preview, map(_CONTENT, memories), repeat(PREVIEW_CHARS)),
+        in zip(ids, outcomes, columns.types, reasons, breakdowns, columns.tokens, previews,
                strict=True)
     ]
     merged_away = {pair.gone.id: pair for pair in merges}
