@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import random
 import shutil
 import statistics
@@ -135,6 +136,20 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1000:,.1f} ms"
 
 
+async def plan_only(service: MemoryService) -> float:
+    """collector.plan alone over the namespace's facts (target at 100k: 0.3 s)."""
+    facts, _ = await service.repo.gc_facts_and_vectors(NAMESPACE)
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        plan = collector.plan(NAMESPACE, facts, time.time(), collector.WEIGHTS)
+        took = time.perf_counter() - start
+        del plan  # freed untimed, as the caller's
+        return took
+    finally:
+        gc.enable()
+
+
 async def time_inspect(service: MemoryService, ids: Sequence[str]) -> str:
     for memory_id in ids[:3]:
         await service.inspect(memory_id)
@@ -160,6 +175,7 @@ async def measure_size(db: Path, size: int, samples: int, baseline_max: int) -> 
         preview = await service.gc_preview()
         took, cpu = time.perf_counter() - t, time.process_time() - c
         print(f"  gc_preview:               {ms(took)} (CPU {ms(cpu)}; {preview.summary})")
+        print(f"  collector.plan alone:     {ms(await plan_only(service))} (cyclic GC paused)")
         if size <= baseline_max:
             t, c = time.perf_counter(), time.process_time()
             old = await baseline_plan(service, time.time())
