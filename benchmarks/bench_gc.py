@@ -138,7 +138,7 @@ def ms(seconds: float) -> str:
 
 async def plan_only(service: MemoryService) -> float:
     """collector.plan alone over the namespace's facts (target at 100k: 0.3 s)."""
-    facts, _ = await service.repo.gc_facts_and_vectors(NAMESPACE)
+    facts, _ = await service.repo.gc_facts_and_sequences(NAMESPACE)
     gc.disable()
     try:
         start = time.perf_counter()
