@@ -51,16 +51,17 @@ ScoreOf = Callable[[Planned], float]
 class Vocabulary:
     """One namespace's document counts: each term's, and the memories it holds. Terms that
     may sign a memory are those the namespace counts at most MAX_SIGNATURE_DF times, ranked
-    rarest first (ties by term)."""
+    rarest first, ties by term id (analysis.term_id, unsigned): integers, so a namespace's
+    115k terms are ranked by one numpy sort, with the same order in any vocabulary holding
+    them (`inspect` ranks only the terms of the memories it looks at)."""
 
     def __init__(self, doc_freq: Mapping[str, int], total: int) -> None:
         self.doc_freq = doc_freq
         self.total = total
         self._idf: dict[str, float] = {}
-        ranked = sorted((n, t) for t, n in doc_freq.items() if 1 <= n <= MAX_SIGNATURE_DF)
-        self._ranked = ["", *(t for _, t in ranked)]  # ranks from 1: 0 is never a rank
-        self._rank = {t: i for i, t in enumerate(self._ranked) if i}
         self._by_id: _IdTable | None = None
+        self._ranked: list[str] = []
+        self._rank: dict[str, int] | None = None
 
     def idf(self, term: str) -> float:
         """sklearn's smoothed idf: ln((1 + N) / (1 + df)) + 1."""
@@ -72,16 +73,31 @@ class Vocabulary:
 
     def signature(self, terms: Iterable[str]) -> tuple[str, ...]:
         """The SIGNATURE_TERMS rarest signing terms among `terms` (distinct)."""
+        if self._rank is None:
+            self._ids()
+            self._rank = {t: i for i, t in enumerate(self._ranked) if i}
         ranks = sorted(filter(None, map(self._rank.get, terms)))
         return self.of_ranks(ranks[:SIGNATURE_TERMS])
 
     def of_ranks(self, ranks: Iterable[int]) -> tuple[str, ...]:
         """The terms of signing ranks (0: none)."""
+        self._ids()
         return tuple(self._ranked[r] for r in ranks if r)
 
     def _ids(self) -> _IdTable:
+        """The terms by id, ranked (made once, on first use)."""
         if self._by_id is None:
-            self._by_id = _IdTable(self.doc_freq, self._rank)
+            import numpy as np
+
+            terms = list(self.doc_freq)
+            ids = np.frombuffer(analysis.packed_ids(terms), dtype="<u8")
+            counts = np.fromiter(self.doc_freq.values(), dtype=np.int64, count=len(terms))
+            signing = np.flatnonzero((counts >= 1) & (counts <= MAX_SIGNATURE_DF))
+            order = signing[np.lexsort((ids[signing], counts[signing]))]
+            ranks = np.zeros(len(terms), dtype=np.int64)
+            ranks[order] = np.arange(1, len(order) + 1)
+            self._ranked = ["", *(terms[i] for i in order.tolist())]  # 0 is never a rank
+            self._by_id = _IdTable(ids, ranks, counts)
         return self._by_id
 
     def idf_of(self, sequences: Iterable[bytes]) -> dict[int, float]:
@@ -143,17 +159,14 @@ class _IdTable:
     RANK = 0
     DOC_FREQ = 1
 
-    def __init__(self, doc_freq: Mapping[str, int], rank: Mapping[str, int]) -> None:
+    def __init__(self, ids: Any, ranks: Any, counts: Any) -> None:
+        """`ids` unsigned, with each term's rank and document count."""
         import numpy as np
 
-        terms = list(doc_freq)
-        ids = np.frombuffer(analysis.packed_ids(terms), dtype="<u8")
-        ranks = np.fromiter((rank.get(t, 0) for t in terms), dtype=np.int64, count=len(terms))
-        counts = np.fromiter(doc_freq.values(), dtype=np.int64, count=len(terms))
         order = np.argsort(ids, kind="stable")
         self._known = ids[order]
         self._columns = (ranks[order], counts[order])
-        bits = max(1, (2 * len(terms)).bit_length())
+        bits = max(1, (2 * len(ids)).bit_length())
         self._shift = np.uint64(64 - bits)
         buckets = (self._known >> self._shift).astype(np.int64)
         self._sizes = np.bincount(buckets, minlength=1 << bits)

@@ -36,6 +36,8 @@ def test_id_lookup_is_the_term_lookup_for_known_and_unknown_ids() -> None:
     assert table._sizes.max() >= 3  # some buckets hold several terms: every round is used
     ranks = table.lookup(ids, consolidate._IdTable.RANK).tolist()
     counts = table.lookup(ids, consolidate._IdTable.DOC_FREQ).tolist()
+    vocab.signature(())  # builds the term -> rank map the string rule uses
+    assert vocab._rank is not None
     assert ranks == [vocab._rank.get(t, 0) for t in asked]
     assert counts == [vocab.doc_freq.get(t, 0) for t in asked]
 
