@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import itertools
 import math
-import struct
-from collections import Counter
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pma_mcp import lexicon
@@ -74,17 +72,17 @@ class Vocabulary:
     def signature(self, terms: Iterable[str]) -> tuple[str, ...]:
         """The SIGNATURE_TERMS rarest signing terms among `terms` (distinct)."""
         if self._rank is None:
-            self._ids()
+            self.ids()
             self._rank = {t: i for i, t in enumerate(self._ranked) if i}
         ranks = sorted(filter(None, map(self._rank.get, terms)))
         return self.of_ranks(ranks[:SIGNATURE_TERMS])
 
     def of_ranks(self, ranks: Iterable[int]) -> tuple[str, ...]:
         """The terms of signing ranks (0: none)."""
-        self._ids()
+        self.ids()
         return tuple(self._ranked[r] for r in ranks if r)
 
-    def _ids(self) -> _IdTable:
+    def ids(self) -> _IdTable:
         """The terms by id, ranked (made once, on first use)."""
         if self._by_id is None:
             import numpy as np
@@ -100,16 +98,6 @@ class Vocabulary:
             self._by_id = _IdTable(ids, ranks, counts)
         return self._by_id
 
-    def idf_of(self, sequences: Iterable[bytes]) -> dict[int, float]:
-        """`idf` of every term id in stored term sequences (analysis.packed_ids)."""
-        import numpy as np
-
-        ids = np.frombuffer(b"".join(sequences), dtype="<i8")
-        distinct = _distinct(ids)
-        counts = self._ids().lookup(distinct, _IdTable.DOC_FREQ)
-        return {i: _smoothed_idf(self.total, n)
-                for i, n in zip(distinct.tolist(), counts.tolist(), strict=True)}
-
     def signatures(self, sequences: Sequence[bytes]) -> tuple[list[list[int]], Any]:
         """`neighbour_groups` of the signatures of many stored term sequences, and each one's
         signature ranks (a row of SIGNATURE_TERMS ranks, 0 for none; `of_ranks` names
@@ -119,7 +107,7 @@ class Vocabulary:
         n = len(sequences)
         lengths = np.fromiter(map(len, sequences), dtype=np.int64, count=n)
         ids = np.frombuffer(b"".join(sequences), dtype="<i8")
-        ranks = self._ids().lookup(ids, _IdTable.RANK)
+        ranks = self.ids().lookup(ids, _IdTable.RANK)
         owner = np.repeat(np.arange(n, dtype=np.int64), lengths // analysis.TERM_ID_BYTES)
         m = len(self._ranked)
         signing = ranks > 0
@@ -211,11 +199,6 @@ def _smoothed_idf(total: int, doc_freq: int) -> float:
     return math.log((1 + total) / (1 + doc_freq)) + 1.0
 
 
-def _term_ids(sequence: bytes) -> list[int]:
-    """A stored term sequence (analysis.packed_ids) as its term ids, in order."""
-    return [i for (i,) in struct.iter_unpack("<q", sequence)]
-
-
 def vector_terms(vector: str) -> list[str]:
     """The distinct terms of a stored term vector (" term:tf term:tf", see bm25.encode);
     tokenizer terms never hold a space or a colon."""
@@ -231,29 +214,12 @@ def neighbour_keys(signature: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
 
 
 class Profile:
-    """One memory as the merge rule sees it: its signature, neighbour keys and TF-IDF
-    vector (`_tf_idf`, keyed by term or by term id: the same weights either way)."""
+    """One memory as the merge rule sees it: its signature and neighbour keys."""
 
-    def __init__(
-        self, memory: Planned, signature: tuple[str, ...], vector: Mapping[object, float]
-    ) -> None:
+    def __init__(self, memory: Planned, signature: tuple[str, ...]) -> None:
         self.memory = memory
         self.signature = signature
         self.keys = neighbour_keys(signature)
-        self.vector = vector
-
-
-def _tf_idf(terms: Sequence[Hashable], idf: Mapping[Any, float]) -> dict[object, float]:
-    """Sublinear tf × idf over terms and adjacent-term pairs (a pair weighs as its rarer term:
-    its own document count is not kept), L2-normalised."""
-    log = math.log
-    counts = Counter(terms)
-    weights: dict[object, float] = {term: (1.0 + log(n)) * idf[term]
-                                    for term, n in counts.items()}
-    for (a, b), n in Counter(itertools.pairwise(terms)).items():
-        weights[a, b] = (1.0 + log(n)) * max(idf[a], idf[b])
-    norm = math.sqrt(sum(w * w for w in weights.values())) or 1.0
-    return {k: w / norm for k, w in weights.items()}
 
 
 def neighbours(a: Profile, b: Profile) -> bool:
@@ -261,9 +227,86 @@ def neighbours(a: Profile, b: Profile) -> bool:
     return not set(a.keys).isdisjoint(b.keys)
 
 
-def cosine(a: Profile, b: Profile) -> float:
-    small, large = (a.vector, b.vector) if len(a.vector) <= len(b.vector) else (b.vector, a.vector)
-    return min(sum(w * large.get(k, 0.0) for k, w in small.items()), 1.0)
+_PAIR_MIX = (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F)
+"""Odd multipliers making an adjacent-term pair's feature key from its two term ids."""
+
+
+class Vectors:
+    """TF-IDF vectors of stored term sequences (analysis.packed_ids), one row each: sublinear
+    tf × idf over terms and adjacent-term pairs (a pair weighs as its rarer term: its own
+    document count is not kept), L2-normalised.
+
+    Built for a whole namespace's candidates at once with numpy. Each row holds its features
+    sorted by key, and every sum (a row's norm, a pair's dot product) adds in that order, so
+    a row and a cosine are the same floats in any batch: `inspect`'s handful of memories and
+    a plan's ten thousand agree (`tests/test_consolidate_ids.py`)."""
+
+    def __init__(self, sequences: Sequence[bytes], vocabulary: Vocabulary) -> None:
+        import numpy as np
+
+        rows = len(sequences)
+        lengths = np.fromiter(map(len, sequences), dtype=np.int64, count=rows)
+        ids = np.frombuffer(b"".join(sequences), dtype="<i8")
+        owner = np.repeat(np.arange(rows, dtype=np.int64), lengths // analysis.TERM_ID_BYTES)
+        idf = _per_value(vocabulary.ids().lookup(ids, _IdTable.DOC_FREQ),
+                         lambda df: _smoothed_idf(vocabulary.total, df))
+        adjacent = owner[1:] == owner[:-1]
+        with np.errstate(over="ignore"):
+            pair = (ids[:-1][adjacent].view(np.uint64) * np.uint64(_PAIR_MIX[0])
+                    + ids[1:][adjacent].view(np.uint64) * np.uint64(_PAIR_MIX[1])
+                    ).view(np.int64)
+        owners = np.concatenate([owner, owner[:-1][adjacent]])
+        keys = np.concatenate([ids, pair])
+        weights = np.concatenate([idf, np.maximum(idf[:-1][adjacent], idf[1:][adjacent])])
+        order = np.lexsort((keys, owners))
+        owners, keys, weights = owners[order], keys[order], weights[order]
+        first = np.flatnonzero(np.r_[True, (owners[1:] != owners[:-1])
+                                     | (keys[1:] != keys[:-1])])[:len(keys)]
+        counts = np.diff(np.r_[first, len(keys)])
+        owners, self.keys = owners[first], keys[first]
+        weights = _per_value(counts, lambda n: 1.0 + math.log(n)) * weights[first]
+        self.starts = np.searchsorted(owners, np.arange(rows + 1))
+        norms = _row_sums(weights * weights, self.starts)
+        norms = np.where(norms > 0, np.sqrt(norms), 1.0)
+        self.weights = weights / norms[owners]
+
+    def cosines(self, left: Sequence[int], right: Sequence[int]) -> list[float]:
+        """cos(row left[k], row right[k]) for every k, at most 1."""
+        import numpy as np
+        from scipy import sparse  # type: ignore[import-untyped]
+
+        if not left:
+            return []
+        columns = np.searchsorted(_distinct(self.keys), self.keys)
+        matrix = sparse.csr_array((self.weights, columns, self.starts),
+                                  shape=(len(self.starts) - 1, int(columns.max(initial=0)) + 1))
+        products = matrix[np.asarray(left)].multiply(matrix[np.asarray(right)]).tocsr()
+        products.sort_indices()  # summed in key order (the columns follow the keys)
+        values: list[float] = np.minimum(_row_sums(products.data, products.indptr),
+                                         1.0).tolist()
+        return values
+
+
+def _per_value(values: Any, of: Callable[[int], float]) -> Any:
+    """`of(v)` for each of an integer array's values, computed once per distinct value in
+    Python (math's log, not numpy's: the same floats everywhere)."""
+    import numpy as np
+
+    distinct = _distinct(values)
+    table = np.array([of(v) for v in distinct.tolist()], dtype=np.float64)
+    return table[np.searchsorted(distinct, values)]
+
+
+def _row_sums(values: Any, starts: Any) -> Any:
+    """Sum of each row's values (rows delimited as a CSR matrix's indptr), 0 for an empty
+    row; each row added left to right by the same reduction, wherever it sits."""
+    import numpy as np
+
+    sums = np.zeros(len(starts) - 1, dtype=np.float64)
+    filled = np.flatnonzero(starts[1:] > starts[:-1])
+    if len(filled):
+        sums[filled] = np.add.reduceat(values, starts[:-1][filled])
+    return sums
 
 
 def select(
@@ -303,21 +346,17 @@ def neighbour_groups(signatures: Sequence[tuple[str, ...]]) -> list[list[int]]:
 def similar_pairs(
     groups: Iterable[Sequence[int]],
     profiles: Mapping[int, Profile],
+    vectors: Vectors,
+    row: Mapping[int, int],
     threshold: float = NEAR_DUPLICATE_COSINE,
 ) -> list[tuple[float, Planned, Planned]]:
-    """Every pair within a neighbour group at or above `threshold`, each pair once."""
-    seen: set[tuple[int, int]] = set()
-    edges = []
-    for members in groups:
-        for i, j in itertools.combinations(members, 2):
-            if (i, j) in seen:
-                continue
-            seen.add((i, j))
-            a, b = profiles[i], profiles[j]
-            value = cosine(a, b)
-            if value >= threshold:
-                edges.append((value, a.memory, b.memory))
-    return edges
+    """Every pair within a neighbour group at or above `threshold`, each pair once
+    (`row`: each profile's row in `vectors`)."""
+    pairs = sorted({(i, j) if i < j else (j, i)
+                    for members in groups for i, j in itertools.combinations(members, 2)})
+    values = vectors.cosines([row[i] for i, _ in pairs], [row[j] for _, j in pairs])
+    return [(value, profiles[i].memory, profiles[j].memory)
+            for (i, j), value in zip(pairs, values, strict=True) if value >= threshold]
 
 
 # ------------------------------------------------------------------ with the store
@@ -331,11 +370,9 @@ async def namespace_vocabulary(repo: Store, namespace: str) -> Vocabulary:
 def profiles(
     memories: Sequence[Planned], vectors: Mapping[int, str], vocabulary: Vocabulary
 ) -> list[Profile]:
-    """Profiles of `memories` (their stored vectors given): one tokenising pass for all."""
-    sequences = analysis.term_sequences([m.content for m in memories])
-    return [Profile(m, vocabulary.signature(vector_terms(vectors.get(m.seq, ""))),
-                    _tf_idf(seq, {t: vocabulary.idf(t) for t in seq}))
-            for m, seq in zip(memories, sequences, strict=True)]
+    """Profiles of `memories`, their stored term vectors given."""
+    return [Profile(m, vocabulary.signature(vector_terms(vectors.get(m.seq, ""))))
+            for m in memories]
 
 
 def _current(memories: Iterable[Planned]) -> list[Planned]:
@@ -366,10 +403,9 @@ async def near_duplicates(
     stored = [sequences.get(m.seq, b"") for m in current]
     groups, table = vocab.signatures(stored)
     grouped = sorted({i for members in groups for i in members})
-    idf = vocab.idf_of(stored[i] for i in grouped)
-    found = {i: Profile(current[i], vocab.of_ranks(table[i].tolist()),
-                        _tf_idf(_term_ids(stored[i]), idf)) for i in grouped}
-    edges = similar_pairs(groups, found)
+    found = {i: Profile(current[i], vocab.of_ranks(table[i].tolist())) for i in grouped}
+    edges = similar_pairs(groups, found, Vectors([stored[i] for i in grouped], vocab),
+                          {i: k for k, i in enumerate(grouped)})
     return select(edges, {m.id: score_of(m) for e in edges for m in e[1:]})
 
 
@@ -388,12 +424,25 @@ async def merge_of(repo: Store, memory: Planned, score_of: ScoreOf) -> MergePair
         return None
     namespace = memory.namespace
     vectors: dict[int, str] = {}
+    sequences: dict[int, bytes] = {}
+    doc_freq: dict[str, int] = {}
+    total = 0
 
     async def make(batch: Sequence[Planned]) -> list[Profile]:
-        vectors.update(await repo.content_vectors([m.seq for m in batch]))
+        nonlocal total
+        seqs = [m.seq for m in batch]
+        vectors.update(await repo.content_vectors(seqs))
+        sequences.update(await repo.term_sequences(seqs))
         terms = sorted({t for m in batch for t in vector_terms(vectors.get(m.seq, ""))})
-        total, doc_freq = await repo.namespace_doc_freq(namespace, terms)
-        return profiles(batch, vectors, Vocabulary(doc_freq, total))
+        total, counts = await repo.namespace_doc_freq(namespace, terms)
+        doc_freq.update(counts)
+        return profiles(batch, vectors, Vocabulary(counts, total))
+
+    def cosines(p: Profile, others: Sequence[Profile]) -> list[float]:
+        """p's cosine with each of `others`, as the namespace plan computes them."""
+        batch = [p.memory, *(q.memory for q in others)]
+        rows = Vectors([sequences.get(m.seq, b"") for m in batch], Vocabulary(doc_freq, total))
+        return rows.cosines([0] * len(others), list(range(1, len(batch))))
 
     found: dict[str, Profile] = {}
     pending = [memory]
@@ -413,8 +462,9 @@ async def merge_of(repo: Store, memory: Planned, score_of: ScoreOf) -> MergePair
                       if o.id != p.memory.id]
             known = [found[o.id] for o in others if o.id in found]
             new = await make([o for o in others if o.id not in found]) if others else []
-            for q in [*known, *new]:
-                if not neighbours(p, q) or (value := cosine(p, q)) < NEAR_DUPLICATE_COSINE:
+            candidates = [q for q in [*known, *new] if neighbours(p, q)]
+            for q, value in zip(candidates, cosines(p, candidates), strict=True):
+                if value < NEAR_DUPLICATE_COSINE:
                     continue
                 ids = sorted((p.memory.id, q.memory.id))
                 edges[ids[0], ids[1]] = (value, p.memory, q.memory)

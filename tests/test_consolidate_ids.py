@@ -7,9 +7,13 @@ signatures and TF-IDF weights, on vocabularies large enough for buckets holding 
 
 from __future__ import annotations
 
+import itertools
+import math
 import random
+from collections import Counter
 
 import numpy as np
+import pytest
 
 from pma_mcp import consolidate
 from pma_mcp.store import analysis
@@ -32,7 +36,7 @@ def test_id_lookup_is_the_term_lookup_for_known_and_unknown_ids() -> None:
     rng = random.Random(2)
     asked = [rng.choice(terms) for _ in range(50_000)] + ["absent", "zzzz", "q"]
     ids = np.frombuffer(analysis.packed_ids(asked), dtype="<i8")
-    table = vocab._ids()
+    table = vocab.ids()
     assert table._sizes.max() >= 3  # some buckets hold several terms: every round is used
     ranks = table.lookup(ids, consolidate._IdTable.RANK).tolist()
     counts = table.lookup(ids, consolidate._IdTable.DOC_FREQ).tolist()
@@ -53,13 +57,36 @@ def test_signatures_from_ids_are_the_signatures_from_terms() -> None:
         assert vocab.of_ranks(row) == vocab.signature(dict.fromkeys(text))
 
 
-def test_tf_idf_over_ids_is_the_same_floats_as_over_terms() -> None:
+def reference_vector(text: list[str], vocab: consolidate.Vocabulary) -> dict[object, float]:
+    """The rule written out plainly: sublinear tf × smoothed idf over terms and adjacent
+    pairs (a pair weighing as its rarer term), L2-normalised."""
+    def idf(t: str) -> float:
+        return math.log((1 + vocab.total) / (1 + vocab.doc_freq.get(t, 0))) + 1.0
+
+    weights: dict[object, float] = {
+        t: (1 + math.log(n)) * idf(t) for t, n in Counter(text).items()}
+    for (a, b), n in Counter(itertools.pairwise(text)).items():
+        weights[a, b] = (1 + math.log(n)) * max(idf(a), idf(b))
+    norm = math.sqrt(sum(w * w for w in weights.values())) or 1.0
+    return {k: w / norm for k, w in weights.items()}
+
+
+def test_cosines_are_the_rule_and_the_same_floats_in_any_batch() -> None:
     vocab = vocabulary(3_000, seed=5)
     terms = list(vocab.doc_freq)
     rng = random.Random(6)
-    for _ in range(200):
-        text = [rng.choice(terms[:200]) for _ in range(rng.randint(1, 40))]
-        packed = analysis.packed_ids(text)
-        by_id = consolidate._tf_idf(consolidate._term_ids(packed), vocab.idf_of([packed]))
-        by_term = consolidate._tf_idf(text, {t: vocab.idf(t) for t in text})
-        assert list(by_id.values()) == list(by_term.values())  # exactly, in the same order
+    texts = [[rng.choice(terms[:300]) for _ in range(rng.randint(0, 40))] for _ in range(300)]
+    texts += [texts[3] + ["extra"], texts[3][:], []]
+    packed = [analysis.packed_ids(t) for t in texts]
+    whole = consolidate.Vectors(packed, vocab)
+    pairs = [(i, j) for i in range(len(texts)) for j in range(i + 1, len(texts))
+             if rng.random() < 0.02] + [(3, 300), (3, 301), (0, 302)]
+    values = whole.cosines([i for i, _ in pairs], [j for _, j in pairs])
+    for (i, j), value in zip(pairs, values, strict=True):
+        a, b = reference_vector(texts[i], vocab), reference_vector(texts[j], vocab)
+        assert value == pytest.approx(min(sum(w * b.get(k, 0.0) for k, w in a.items()), 1.0),
+                                      abs=1e-12)
+        alone = consolidate.Vectors([packed[i], packed[j]], vocab).cosines([0], [1])
+        assert alone == [value]  # exactly: inspect compares a few, the plan thousands
+    assert values[-3] >= consolidate.NEAR_DUPLICATE_COSINE  # one word added
+    assert values[-2] == 1.0 and values[-1] == 0.0
