@@ -2,11 +2,12 @@
 a concurrent `remember` waits while `gc_run` applies ~2,500 merges.
 
     uv run python -m benchmarks.bench_gc [--sizes 10000,100000] [--baseline-max 10000]
-        [--samples 50] [--merges 2500] [--db-dir DIR]
+        [--samples 50] [--merges 2500] [--db-dir DIR] [--backend sqlite|postgres|both]
 
 The store is one project namespace of the synthetic Zipf corpus (benchmarks.corpus, tiers
 round-robin as imported, ages up to 90 days) with a near-duplicate rewording of every 20th
-memory, bulk-inserted through SQLiteStore.insert_many. Printed per size:
+memory, bulk-inserted through the store's insert_many (on PostgreSQL, --backend, a fresh
+schema per size, built each run). Printed per size:
 
 - `inspect` p50/p95 over --samples random memories, as imported and after one `gc_run`
   (the steady state: tiers within capacity, most memories archived);
@@ -15,7 +16,7 @@ memory, bulk-inserted through SQLiteStore.insert_many. Printed per size:
   whole plan with all-pairs TF-IDF over the newest 5,000 memories, which the old `inspect`
   computed for one memory too), and how many of its merges the lexical-neighbour rule finds.
 
-Then the lock line: `gc_run` applying --merges merges, while another connection stores a
+Then the lock line (SQLite): `gc_run` applying --merges merges, while another connection stores a
 memory every 20 ms; the longest `remember` wait with the plan in one transaction (before)
 and in batches (now). Targets: inspect p50 ≤ 50 ms and gc_preview ≤ 2 s at 100k; no write
 waits more than ~0.5 s behind GC.
@@ -37,7 +38,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from benchmarks.corpus import Corpus, store
+from benchmarks import places
+from benchmarks.corpus import Corpus, store, store_in
 from benchmarks.locomo import machine, percentile
 from pma_mcp import collector
 from pma_mcp.budget import WordEstimate
@@ -163,13 +165,14 @@ async def time_inspect(service: MemoryService, ids: Sequence[str]) -> str:
             f"(CPU p50 {ms(statistics.median(cpu))}) over {len(ids)}")
 
 
-async def measure_size(db: Path, size: int, samples: int, baseline_max: int) -> None:
-    settings = Settings(db_path=db, namespace=NAMESPACE)
+async def measure_size(settings: Settings, size: int, samples: int, baseline_max: int) -> None:
     async with await MemoryService.open(settings, counter=WordEstimate()) as service:
         total = await service.repo.count(NAMESPACE)
         ids = [m.id for m in await service.repo.namespace_memories(NAMESPACE)]
         sample = random.Random(3).sample(ids, min(samples, len(ids)))
-        print(f"\n{total:,} memories in one namespace ({db.stat().st_size / 1e6:.0f} MB)")
+        where = (f"PostgreSQL, {service.repo.location}" if settings.database_url else
+                 f"{settings.db_path.stat().st_size / 1e6:.0f} MB")
+        print(f"\n{total:,} memories in one namespace ({where})")
         print(f"  inspect, as imported:     {await time_inspect(service, sample)}")
         t, c = time.perf_counter(), time.process_time()
         preview = await service.gc_preview()
@@ -269,28 +272,46 @@ async def main() -> None:
     parser.add_argument("--db-dir", type=Path, default=None,
                         help="keep the built stores here and reuse them (each run copies them, "
                         "as gc_run changes the store)")
+    places.add_arguments(parser)
     args = parser.parse_args()
     print(machine())
     with tempfile.TemporaryDirectory(prefix="pma-gc-") as tmp:
         where = args.db_dir or Path(tmp)
         where.mkdir(parents=True, exist_ok=True)
-        for size in (int(s) for s in args.sizes.split(",") if s):
-            db = where / f"gc-{size}.db"
-            pristine = where / f"gc-{size}.pristine.db"
-            for suffix in ("", "-wal", "-shm"):
-                Path(f"{db}{suffix}").unlink(missing_ok=True)
-            if pristine.exists():  # kept by an earlier run with --db-dir
-                shutil.copyfile(pristine, db)
-                print(f"\nstore of {size:,} reused from {pristine}")
-            else:
-                t = time.perf_counter()
-                await build(db, size)
-                print(f"\nbuilt {size:,} in {time.perf_counter() - t:.0f} s")
-                if args.db_dir:
-                    shutil.copyfile(db, pristine)
-            await measure_size(db, size, args.samples, args.baseline_max)
+        sizes = [int(s) for s in args.sizes.split(",") if s]
+        for place in places.places(args):
+            if place.backend == "sqlite":
+                await measure_sqlite(where, sizes, args)
+                continue
+            for size in sizes:  # built afresh each run (no file to keep)
+                async with place.settings(Path(tmp), f"gc{size}", namespace=NAMESPACE) as at:
+                    t = time.perf_counter()
+                    await store_in(at, corpus_memories(size, time.time()))
+                    await places.analyze(at)
+                    print(f"\nPostgreSQL: built {size:,} in {time.perf_counter() - t:.0f} s")
+                    await measure_size(at, size, args.samples, args.baseline_max)
         if args.merges:
             await measure_locks(Path(tmp), args.merges)
+
+
+async def measure_sqlite(where: Path, sizes: Sequence[int], args: argparse.Namespace) -> None:
+    """The SQLite stores, reused from --db-dir when an earlier run kept them."""
+    for size in sizes:
+        db = where / f"gc-{size}.db"
+        pristine = where / f"gc-{size}.pristine.db"
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{db}{suffix}").unlink(missing_ok=True)
+        if pristine.exists():  # kept by an earlier run with --db-dir
+            shutil.copyfile(pristine, db)
+            print(f"\nstore of {size:,} reused from {pristine}")
+        else:
+            t = time.perf_counter()
+            await build(db, size)
+            print(f"\nbuilt {size:,} in {time.perf_counter() - t:.0f} s")
+            if args.db_dir:
+                shutil.copyfile(db, pristine)
+        await measure_size(Settings(db_path=db, namespace=NAMESPACE), size, args.samples,
+                           args.baseline_max)
 
 
 if __name__ == "__main__":

@@ -84,6 +84,13 @@ class Place:
             await dst.repo.insert_many(memories, skip_existing=False)
 
 
+async def analyze(settings: Settings) -> None:
+    """VACUUM ANALYZE a PostgreSQL store just bulk-loaded (autovacuum would, minutes later),
+    so a benchmark measures the planner's usual plans; nothing on SQLite."""
+    if settings.database_url:
+        await _execute(settings.database_url, "VACUUM ANALYZE")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """--backend sqlite|postgres|both and --database-url."""
     parser.add_argument("--backend", choices=(*BACKENDS, "both"), default="sqlite",
