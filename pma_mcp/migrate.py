@@ -160,5 +160,6 @@ async def _copy(
     await sink.restore_session_state(sessions)
     report.sessions_copied = len({s for s, _, _ in sessions.injections}
                                  | {s for s, _ in sessions.resets})
+    await sink.refresh_statistics()
     state.finish()
     return report

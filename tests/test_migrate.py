@@ -166,3 +166,23 @@ async def test_a_store_goes_to_postgresql_and_back_unchanged(
     back = tmp_path / "back.db"
     await migrate.migrate(shared, str(back), states=tmp_path / "state")
     assert await snapshot(migrate.target_settings(source, str(back))) == await snapshot(source)
+
+
+@pytest.mark.postgres
+async def test_a_copy_into_postgresql_leaves_its_planner_statistics_fresh(
+    source: Settings, tmp_path: Path, postgres_url: str
+) -> None:
+    """A bulk-loaded store would otherwise wait for autovacuum to have statistics."""
+    import asyncpg
+
+    await migrate.migrate(source, postgres_url, states=tmp_path / "state")
+    schema = postgres_url.rpartition("%3D")[2]
+    conn = await asyncpg.connect(postgres_url)
+    try:
+        rows = await conn.fetch(
+            "SELECT relname, last_vacuum, last_analyze FROM pg_stat_user_tables "
+            "WHERE schemaname = $1", schema)
+    finally:
+        await conn.close()
+    fresh = {r["relname"] for r in rows if r["last_vacuum"] and r["last_analyze"]}
+    assert {"memories", "postings", "namespace_terms", "lineage"} <= fresh

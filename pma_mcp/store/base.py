@@ -209,6 +209,11 @@ class Store(Protocol):
         """Merge another store's session state in (the later time wins per key)."""
         ...
 
+    async def refresh_statistics(self) -> None:
+        """After a bulk load (`migrate --to`): bring the query planner's statistics up to
+        date, where the backend keeps any."""
+        ...
+
     # ----------------------------------------------------------------- reads
 
     async def get(self, memory_id: str) -> Memory | None: ...

@@ -167,6 +167,10 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
+TABLES = ("memories", "memory_labels", "postings", "term_df", "namespace_terms",
+          "namespace_stats", "lineage", "hook_injections", "context_resets", "gc_cursors")
+"""Every table the migrations make (VACUUM ANALYZE names them: a shared database holds
+other schemas too)."""
 
 
 async def current_version(conn: Connection) -> int:

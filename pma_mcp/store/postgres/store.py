@@ -221,6 +221,12 @@ class PostgresStore:
         async with self._read() as conn:
             return await schema.current_version(conn)
 
+    async def refresh_statistics(self) -> None:
+        """VACUUM ANALYZE this store's tables: a bulk-loaded store otherwise answers with
+        guessed plans until autovacuum gets to it."""
+        async with self._read() as conn:
+            await conn.execute(f"VACUUM ANALYZE {', '.join(schema.TABLES)}")
+
     # ------------------------------------------------------------ plumbing
 
     @asynccontextmanager

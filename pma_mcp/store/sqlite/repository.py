@@ -1234,6 +1234,10 @@ class SQLiteStore:
                 "ON CONFLICT (session_id) DO UPDATE SET at = max(at, excluded.at)",
                 state.resets)
 
+    async def refresh_statistics(self) -> None:
+        """Nothing: the SQLite store keeps no planner statistics (its queries and indexes are
+        chosen for SQLite's defaults; ANALYZE would change plans measured without it)."""
+
     async def restore_lineage(self, rows: Sequence[Sequence[Any]]) -> int:
         """Insert lineage rows as read from another store (`doctor --repair`); how many.
 
