@@ -381,3 +381,12 @@ async def execute(url: str, sql: str) -> None:
         await conn.execute(sql)
     finally:
         await conn.close()
+
+
+async def fetch(url: str, sql: str, *args: Any) -> list[asyncpg.Record]:
+    """Rows of one query on its own connection (what a test checks the server holds)."""
+    conn = await asyncpg.connect(url)
+    try:
+        return list(await conn.fetch(sql, *args))
+    finally:
+        await conn.close()

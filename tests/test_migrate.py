@@ -173,16 +173,11 @@ async def test_a_copy_into_postgresql_leaves_its_planner_statistics_fresh(
     source: Settings, tmp_path: Path, postgres_url: str
 ) -> None:
     """A bulk-loaded store would otherwise wait for autovacuum to have statistics."""
-    import asyncpg
+    from tests import postgres
 
     await migrate.migrate(source, postgres_url, states=tmp_path / "state")
-    schema = postgres_url.rpartition("%3D")[2]
-    conn = await asyncpg.connect(postgres_url)
-    try:
-        rows = await conn.fetch(
-            "SELECT relname, last_vacuum, last_analyze FROM pg_stat_user_tables "
-            "WHERE schemaname = $1", schema)
-    finally:
-        await conn.close()
+    rows = await postgres.fetch(
+        postgres_url, "SELECT relname, last_vacuum, last_analyze FROM pg_stat_user_tables "
+        "WHERE schemaname = $1", postgres_url.rpartition("%3D")[2])
     fresh = {r["relname"] for r in rows if r["last_vacuum"] and r["last_analyze"]}
     assert {"memories", "postings", "namespace_terms", "lineage"} <= fresh
