@@ -394,3 +394,15 @@ async def test_term_sequences_are_the_contents_terms_in_order(store: Store) -> N
         analysis.term_id(t).to_bytes(8, "little", signed=True)
         for t in ["run", "test", "run", "the", "runner", "again"])
     await consistent(store)
+
+
+async def test_restored_lineage_keeps_the_rows_that_fit(store: Store) -> None:
+    """A page with one row the table refuses (no memory id) keeps the others."""
+    def row(memory_id: str | None, at: float) -> tuple[object, ...]:
+        return (memory_id, NS, "created", at, None, "episodic", 0.5, "copied", 1, at)
+
+    assert await store.restore_lineage([row("a" * 32, NOW), row("b" * 32, NOW + 1)]) == 2
+    page = [row("c" * 32, NOW + 2), row(None, NOW + 3), row("d" * 32, NOW + 4)]
+    assert await store.restore_lineage(page) == 2
+    kept = {e.memory_id for m in "abcd" for e in await store.lineage(m * 32)}
+    assert kept == {"a" * 32, "b" * 32, "c" * 32, "d" * 32}
