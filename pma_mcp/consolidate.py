@@ -14,9 +14,9 @@ texts at cosine 0.85 share nearly all their weight, which sits on their rarest t
 finds the merges all-pairs found (benchmarks/bench_gc.py compares both) in time linear in the
 namespace. The namespace plan reads each memory's terms as the store keeps them, a sequence
 of 64-bit term ids (analysis.packed_ids), and works on them as numpy arrays: no re-tokenising
-and no strings. `inspect` finds one memory's neighbours through the full-text index by the
-same rule, keyed by the terms themselves; the weights (and so every cosine) are the same
-floats either way, so both agree.
+and no strings (`Vocabulary.signatures`, `Vectors`). `inspect` finds one memory's neighbours
+through the full-text index by the same rule and scores them with the same `Vectors`, whose
+floats do not depend on the batch, so both agree (`merge_of`).
 
 Exact duplicates never reach this point: `add` recognises them by content hash.
 """
@@ -56,18 +56,9 @@ class Vocabulary:
     def __init__(self, doc_freq: Mapping[str, int], total: int) -> None:
         self.doc_freq = doc_freq
         self.total = total
-        self._idf: dict[str, float] = {}
         self._by_id: _IdTable | None = None
         self._ranked: list[str] = []
         self._rank: dict[str, int] | None = None
-
-    def idf(self, term: str) -> float:
-        """sklearn's smoothed idf: ln((1 + N) / (1 + df)) + 1."""
-        value = self._idf.get(term)
-        if value is None:
-            value = _smoothed_idf(self.total, self.doc_freq.get(term, 0))
-            self._idf[term] = value
-        return value
 
     def signature(self, terms: Iterable[str]) -> tuple[str, ...]:
         """The SIGNATURE_TERMS rarest signing terms among `terms` (distinct)."""
