@@ -90,7 +90,8 @@ class Vocabulary:
         return self._by_id
 
     def signatures(self, sequences: Sequence[bytes]) -> tuple[list[list[int]], Any]:
-        """`neighbour_groups` of the signatures of many stored term sequences, and each one's
+        """The groups of memories sharing a neighbour key (`neighbour_keys`; indexes into
+        `sequences`, for keys shared at all) among many stored term sequences, and each one's
         signature ranks (a row of SIGNATURE_TERMS ranks, 0 for none; `of_ranks` names
         them). The same rule as `signature`, vectorised: a namespace's every memory."""
         import numpy as np
@@ -323,15 +324,6 @@ def select(
         gone.add(drop.id)
         keepers.add(keep.id)
     return pairs
-
-
-def neighbour_groups(signatures: Sequence[tuple[str, ...]]) -> list[list[int]]:
-    """Indexes of the signatures sharing each neighbour key, for keys shared at all."""
-    groups: dict[tuple[str, ...], list[int]] = {}
-    for i, signature in enumerate(signatures):
-        for key in neighbour_keys(signature):
-            groups.setdefault(key, []).append(i)
-    return [members for members in groups.values() if len(members) > 1]
 
 
 def similar_pairs(
