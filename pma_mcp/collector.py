@@ -51,7 +51,7 @@ from pma_mcp.models import (
     tier_down,
     tier_up,
 )
-from pma_mcp.scoring import access_frequency, recency
+from pma_mcp.scoring import access_frequency, combine, recency
 from pma_mcp.scoring import score as composite_of
 
 WEIGHTS = Weights()
@@ -139,9 +139,7 @@ class _Scores:
         counts = list(map(_ACCESSES, memories))
         access_of = {count: access_frequency(count) for count in set(counts)}
         access = list(map(access_of.__getitem__, counts))
-        base, w_i, w_r, w_a = (weights.semantic * 0.0, weights.importance, weights.recency,
-                               weights.access)
-        composites = [base + w_i * i + w_r * r + w_a * a
+        composites = [combine(weights, 0.0, i, r, a)
                       for i, r, a in zip(importance, recencies, access, strict=True)]
         return cls(importance, ages, recencies, access, composites)
 

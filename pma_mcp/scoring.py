@@ -77,12 +77,7 @@ def score(
     age = (now - created_at) / 3600.0
     rec = recency(age)
     acc = access_frequency(access_count)
-    composite = (
-        weights.semantic * semantic
-        + weights.importance * importance
-        + weights.recency * rec
-        + weights.access * acc
-    )
+    composite = combine(weights, semantic, importance, rec, acc)
     return ScoreBreakdown(
         semantic_similarity=semantic,
         importance=importance,
@@ -91,3 +86,12 @@ def score(
         composite=composite,
         age_hours=age,
     )
+
+
+def combine(
+    weights: Weights, semantic: float, importance: float, recency: float, access: float
+) -> float:
+    """The composite of its four parts (the collector's column-wise plan adds them here too,
+    so its composites are these floats to the last bit)."""
+    return (weights.semantic * semantic + weights.importance * importance
+            + weights.recency * recency + weights.access * access)
