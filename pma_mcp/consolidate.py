@@ -49,7 +49,7 @@ ScoreOf = Callable[[Planned], float]
 class Vocabulary:
     """One namespace's document counts: each term's, and the memories it holds. Terms that
     may sign a memory are those the namespace counts at most MAX_SIGNATURE_DF times, ranked
-    rarest first, ties by term id (analysis.term_id, unsigned): integers, so a namespace's
+    rarest first, ties by term id (analysis.packed_ids, unsigned): integers, so a namespace's
     115k terms are ranked by one numpy sort, with the same order in any vocabulary holding
     them (`inspect` ranks only the terms of the memories it looks at)."""
 
@@ -127,7 +127,7 @@ class Vocabulary:
 
 
 class _IdTable:
-    """One namespace's terms by id (analysis.term_id): columns RANK (signing rank, 0 for
+    """One namespace's terms by id (analysis.packed_ids): columns RANK (signing rank, 0 for
     none) and DOC_FREQ, found for millions of ids at once.
 
     Ids are uniform 64-bit hashes, so their top bits spread them evenly over buckets (at least

@@ -65,28 +65,28 @@ def stems(words: Sequence[str]) -> list[tuple[str, str]]:
 TERM_ID_BYTES = 8
 
 
-def term_id(term: str) -> int:
-    """A term as a signed 64-bit integer (BLAKE2b): the same in every process and backend.
+def _digest(term: str) -> bytes:
+    return hashlib.blake2b(term.encode(), digest_size=TERM_ID_BYTES).digest()
+
+
+def packed_ids(terms: Sequence[str]) -> bytes:
+    """A term sequence as stored (`term_seq`): each term as a signed 64-bit BLAKE2b id,
+    little-endian, in order; the same in every process and backend.
 
     Near-duplicate detection reads 100k memories' terms per GC plan; as integers they are one
     numpy array instead of two million Python strings (see consolidate.Vocabulary). Two terms
     collide with odds ~n²/2⁶⁵, ~3·10⁻⁸ for a million distinct terms, and a collision can only
     make two memories look lexically closer to the merge rule's candidate filter.
     """
-    return int.from_bytes(_digest(term), "little", signed=True)
-
-
-def _digest(term: str) -> bytes:
-    return hashlib.blake2b(term.encode(), digest_size=TERM_ID_BYTES).digest()
-
-
-def packed_ids(terms: Sequence[str]) -> bytes:
-    """A term sequence as stored (`term_seq`): each term's `term_id`, little-endian, in order."""
     return b"".join(map(_digest, terms))
 
 
+def packed_sequences(texts: Sequence[str]) -> list[bytes]:
+    """`packed_ids` of each text's terms, from one pass of the analyzer."""
+    return [packed_ids(terms) for terms in term_sequences(texts)]
 
 
 def content_ids(content: str) -> bytes:
-    """`packed_ids` of one text (SQLite's pma_term_seq, filling the column on migration)."""
-    return packed_ids(term_sequences([content])[0])
+    """`packed_sequences` of one text (SQLite's pma_term_seq, filling the column on
+    migration)."""
+    return packed_sequences([content])[0]

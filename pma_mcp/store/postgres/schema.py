@@ -53,8 +53,7 @@ async def _fill_term_sequences(conn: Connection) -> None:
         after, _FILL_PAGE,
     ):
         seqs = [int(r["seq"]) for r in rows]
-        packed = [analysis.packed_ids(t)
-                  for t in analysis.term_sequences([r["content"] for r in rows])]
+        packed = analysis.packed_sequences([r["content"] for r in rows])
         await conn.execute(
             "UPDATE memories m SET term_seq = v.s FROM unnest($1::bigint[], $2::bytea[]) "
             "AS v (seq, s) WHERE m.seq = v.seq", seqs, packed)
