@@ -20,10 +20,9 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import asyncpg
-
 from pma_mcp.config import Settings
 from pma_mcp.service import MemoryService
+from tests import postgres
 
 BACKENDS = ("sqlite", "postgres")
 
@@ -50,13 +49,13 @@ class Place:
         try:
             yield replace(base, database_url=url)
         finally:
-            await _execute(self.server, f"DROP SCHEMA {schema} CASCADE")
+            await postgres.execute(self.server, f"DROP SCHEMA {schema} CASCADE")
 
     async def _new_schema(self, name: str) -> tuple[str, str]:
         """A new empty schema on the server, and the URL whose connections use it."""
         assert self.server is not None
         schema = f"bench_{name.replace('-', '_')}_{uuid.uuid4().hex[:8]}"
-        await _execute(self.server, f"CREATE SCHEMA {schema}")
+        await postgres.execute(self.server, f"CREATE SCHEMA {schema}")
         joiner = "&" if "?" in self.server else "?"
         return schema, f"{self.server}{joiner}options=-csearch_path%3D{schema}"
 
@@ -88,7 +87,7 @@ async def analyze(settings: Settings) -> None:
     """VACUUM ANALYZE a PostgreSQL store just bulk-loaded (autovacuum would, minutes later),
     so a benchmark measures the planner's usual plans; nothing on SQLite."""
     if settings.database_url:
-        await _execute(settings.database_url, "VACUUM ANALYZE")
+        await postgres.execute(settings.database_url, "VACUUM ANALYZE")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -121,7 +120,7 @@ async def drop_kept() -> None:
     """Drop the schemas `Place.keep` made."""
     while _KEPT:
         server, schema = _KEPT.pop()
-        await _execute(server, f"DROP SCHEMA {schema} CASCADE")
+        await postgres.execute(server, f"DROP SCHEMA {schema} CASCADE")
 
 
 _CLUSTERS = contextlib.ExitStack()
@@ -131,19 +130,9 @@ atexit.register(_CLUSTERS.close)
 def _throwaway_server() -> str:
     """The tests' throwaway cluster (tests/postgres.py), durable (fsync on) like a real
     server, stopped when the benchmark exits: --backend postgres needs no set-up."""
-    from tests import postgres
-
     reason = postgres.skip_reason()
     if reason:
         raise SystemExit(f"--backend postgres needs --database-url or a local PostgreSQL: "
                          f"{reason}")
     url: str = _CLUSTERS.enter_context(postgres.server_url(durable=True))
     return url
-
-
-async def _execute(url: str, sql: str) -> None:
-    conn = await asyncpg.connect(url)
-    try:
-        await conn.execute(sql)
-    finally:
-        await conn.close()

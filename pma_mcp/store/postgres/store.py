@@ -674,14 +674,15 @@ class PostgresStore:
         return await self._memories(sql, *args)
 
     async def content_vectors(self, seqs: Sequence[int]) -> dict[int, str]:
-        rows = await self._fetch("SELECT seq, terms FROM memories WHERE seq = ANY($1::bigint[])",
-                                 list(seqs))
-        return {int(r["seq"]): r["terms"] for r in rows}
+        return {seq: str(v) for seq, v in (await self._column_by_seq("terms", seqs)).items()}
 
     async def term_sequences(self, seqs: Sequence[int]) -> dict[int, bytes]:
+        return {seq: bytes(v) for seq, v in (await self._column_by_seq("term_seq", seqs)).items()}
+
+    async def _column_by_seq(self, column: str, seqs: Sequence[int]) -> dict[int, Any]:
         rows = await self._fetch(
-            "SELECT seq, term_seq FROM memories WHERE seq = ANY($1::bigint[])", list(seqs))
-        return {int(r["seq"]): bytes(r["term_seq"]) for r in rows}
+            f"SELECT seq, {column} FROM memories WHERE seq = ANY($1::bigint[])", list(seqs))
+        return {int(r[0]): r[1] for r in rows}
 
     async def namespace_term_sequences(self, namespace: str) -> dict[int, bytes]:
         rows = await self._fetch("SELECT seq, term_seq FROM memories WHERE namespace = $1 "

@@ -674,26 +674,23 @@ class SQLiteStore:
 
     async def content_vectors(self, seqs: Sequence[int]) -> dict[int, str]:
         """Stored content term vectors (" stem:tf", see bm25.encode) of memories by seq."""
-        out: dict[int, str] = {}
-        for start in range(0, len(seqs), 900):
-            chunk = tuple(seqs[start:start + 900])
-            async with self._conn.execute(
-                f"SELECT seq, terms FROM memories WHERE seq IN ({_placeholders(len(chunk))})",
-                chunk,
-            ) as cur:
-                out.update((int(seq), str(terms)) for seq, terms in await cur.fetchall())
-        return out
+        return {seq: str(v) for seq, v in (await self._column_by_seq("terms", seqs)).items()}
 
     async def term_sequences(self, seqs: Sequence[int]) -> dict[int, bytes]:
         """Stored content term sequences (analysis.packed_ids) of memories by seq."""
-        out: dict[int, bytes] = {}
+        return {seq: bytes(v) for seq, v in (await self._column_by_seq("term_seq", seqs)).items()}
+
+    async def _column_by_seq(self, column: str, seqs: Sequence[int]) -> dict[int, Any]:
+        """One column of memories by seq, read 900 seqs a statement (SQLite's host-parameter
+        limit is 999)."""
+        out: dict[int, Any] = {}
         for start in range(0, len(seqs), 900):
             chunk = tuple(seqs[start:start + 900])
             async with self._conn.execute(
-                "SELECT seq, term_seq FROM memories "
+                f"SELECT seq, {column} FROM memories "
                 f"WHERE seq IN ({_placeholders(len(chunk))})", chunk,
             ) as cur:
-                out.update((int(seq), bytes(ids)) for seq, ids in await cur.fetchall())
+                out.update((int(seq), value) for seq, value in await cur.fetchall())
         return out
 
     async def namespace_term_sequences(self, namespace: str) -> dict[int, bytes]:
