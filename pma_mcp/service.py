@@ -21,7 +21,7 @@ from typing import Any
 from pma_mcp import collector, editing, graph, lexicon, redact, retrieval, transfer, validation
 from pma_mcp.budget import TokenCounter, default_counter, pack
 from pma_mcp.config import AUTO_SAVED_TAG, GLOBAL_NAMESPACE, Settings
-from pma_mcp.errors import Ambiguous, InvalidInput, NotFound, StorageError
+from pma_mcp.errors import Ambiguous, InvalidInput, NotFound
 from pma_mcp.models import (
     AddResult,
     Browse,
@@ -53,7 +53,7 @@ from pma_mcp.models import (
 )
 from pma_mcp.scoring import breakdown
 from pma_mcp.scoring import score as composite_score
-from pma_mcp.store import Store, lexical, open_store
+from pma_mcp.store import Store, fold_namespaces, lexical, open_store
 
 
 @contextlib.contextmanager
@@ -137,15 +137,9 @@ class MemoryService:
         exact duplicates (Store.move_namespace). Later opens find nothing to move: one
         indexed count per path. A failure (locked, read-only) leaves it for the next open.
         """
-        for old in self.settings.path_namespaces:
-            if not await self.repo.count(old):
-                continue
-            try:
-                moved = await self.repo.move_namespace(old, self.namespace, self._clock())
-            except StorageError as exc:  # busy or read-only: a fold must never stop an open
-                log.info("namespace %r not folded into %r yet: %s", old, self.namespace, exc)
-                return
-            log.info("folded %d memories of namespace %r into %r", moved, old, self.namespace)
+        moves = {old: self.namespace for old in self.settings.path_namespaces
+                 if await self.repo.count(old)}
+        await fold_namespaces(self.repo, moves, self._clock())
 
     async def close(self) -> None:
         await self.repo.close()

@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 import asyncpg
 
 from pma_mcp import bm25
-from pma_mcp.config import Weights, uncanonical_namespaces
+from pma_mcp.config import Weights
 from pma_mcp.errors import InvalidInput, NotFound, StorageError
 from pma_mcp.lexicon import speaker_of
 from pma_mcp.models import (
@@ -185,7 +185,6 @@ class PostgresStore:
             if found != latest:
                 log.info("migrated PostgreSQL schema at %s from v%d to v%d",
                          urls.location(url), found, latest)
-            await store._fold_uncanonical_namespaces()
         except BaseException:
             await pool.close()
             raise
@@ -552,17 +551,6 @@ class PostgresStore:
                 [r[0] for r in state.resets], [r[1] for r in state.resets])
 
         await self._transact((), body)
-
-    async def _fold_uncanonical_namespaces(self) -> None:
-        """Merge namespaces stored under a non-canonical path into the canonical one (as
-        SQLiteStore does at every open); a failure leaves it for the next open."""
-        for old, new in uncanonical_namespaces(await self.namespaces()).items():
-            try:
-                moved = await self.move_namespace(old, new, time.time())
-            except StorageError as exc:
-                log.info("namespace %r not merged into %r yet: %s", old, new, exc)
-                return
-            log.info("merged %d memories of namespace %r into %r", moved, old, new)
 
     # ----------------------------------------------------------------- reads
 

@@ -45,7 +45,7 @@ from urllib.parse import quote
 import aiosqlite
 
 from pma_mcp import bm25
-from pma_mcp.config import Weights, uncanonical_namespaces
+from pma_mcp.config import Weights
 from pma_mcp.errors import InvalidInput, NotFound, StorageError
 from pma_mcp.lexicon import speaker_of
 from pma_mcp.models import (
@@ -237,9 +237,7 @@ class SQLiteStore:
             if isinstance(exc, sqlite3.DatabaseError):
                 raise StorageError(f"cannot prepare database {database}: {exc}") from exc
             raise
-        repo = cls(conn, busy_timeout_ms)
-        await repo._fold_uncanonical_namespaces()
-        return repo
+        return cls(conn, busy_timeout_ms)
 
     @classmethod
     async def open_read_only(cls, path: Path) -> SQLiteStore:
@@ -860,7 +858,7 @@ class SQLiteStore:
         """Every namespace holding memories, sorted.
 
         A skip-scan down the namespace index (one seek per namespace): every open runs it
-        (`_fold_uncanonical_namespaces`), and DISTINCT walks the whole index instead
+        (`store.open_store` folds path spellings), and DISTINCT walks the whole index instead
         (0.05 ms against 4 ms at 100,000 memories in 40 namespaces).
         """
         async with self._conn.execute(
@@ -1253,22 +1251,6 @@ class SQLiteStore:
                     continue
                 restored += 1
         return restored
-
-    async def _fold_uncanonical_namespaces(self) -> None:
-        """Merge namespaces stored under a non-canonical path into the canonical one.
-
-        Hooks before issue 11 took Claude Code's cwd literally (a symlink, a trailing slash),
-        so one project could hold memories under several spellings. Runs at every open, so
-        it must be cheap when there is nothing to do: one seek per namespace in its index.
-        A failure (locked, read-only file) leaves the fold for the next open.
-        """
-        for old, new in uncanonical_namespaces(await self.namespaces()).items():
-            try:
-                moved = await self.move_namespace(old, new, time.time())
-            except (sqlite3.Error, StorageError) as exc:
-                log.info("namespace %r not merged into %r yet: %s", old, new, exc)
-                return
-            log.info("merged %d memories of namespace %r into %r", moved, old, new)
 
     # -------------------------------------------------------------- internals
 
