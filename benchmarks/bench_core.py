@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 
 from benchmarks.corpus import Corpus
-from pma_mcp.budget import WordEstimate
-from pma_mcp.config import Settings, Weights
-from pma_mcp.models import Memory
-from pma_mcp.scoring import breakdown
+from pma_mcp.config import Settings
+from pma_mcp.core.budget import WordEstimate
+from pma_mcp.core.models import Memory
+from pma_mcp.core.scoring import Weights, breakdown
 from pma_mcp.service import MemoryService
 
 NAMESPACE = "/bench/project"
@@ -56,7 +56,7 @@ async def run_size(size: int, queries: int, seed_queries: int, workdir: Path) ->
     async with await MemoryService.open(settings, counter=WordEstimate()) as svc:
         memories = list(corpus.memories(size, NAMESPACE, now))
         for start in range(0, size, BATCH):
-            await svc.repo.insert_many(memories[start:start + BATCH], skip_existing=False)
+            await svc.store.insert_many(memories[start:start + BATCH], skip_existing=False)
         texts = [corpus.query() for _ in range(queries)]
         for q in texts[:10]:  # warm the page cache and statement cache
             await svc.search(q, limit=5)

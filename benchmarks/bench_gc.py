@@ -41,14 +41,13 @@ from pathlib import Path
 from benchmarks import places
 from benchmarks.corpus import Corpus, store, store_in
 from benchmarks.locomo import machine, percentile
-from pma_mcp import collector
-from pma_mcp.budget import WordEstimate
 from pma_mcp.config import Settings
-from pma_mcp.models import GCPreview, Memory, MemoryType, MergePair, to_datetime
+from pma_mcp.core import collector
+from pma_mcp.core.budget import WordEstimate
+from pma_mcp.core.models import GCPreview, Memory, MemoryType, MergePair, content_hash, to_datetime
 from pma_mcp.service import MemoryService
 from pma_mcp.store.base import GCBatching
-from pma_mcp.store.sqlite.repository import SQLiteStore
-from pma_mcp.transfer import content_hash
+from pma_mcp.store.sqlite.store import SQLiteStore
 
 NAMESPACE = "/bench/gc"
 DUPLICATE_EVERY = 20
@@ -125,7 +124,7 @@ def baseline_near_duplicates(
 async def baseline_plan(service: MemoryService, now: float) -> GCPreview:
     """The old gc_preview, and the old inspect's cost for any one memory: the whole plan."""
     weights = service.settings.weights
-    memories = await service.repo.namespace_memories(NAMESPACE)
+    memories = await service.store.namespace_memories(NAMESPACE)
     scores = {m.id: collector.gc_score(m, now, weights).composite for m in memories}
     merges = baseline_near_duplicates(memories, scores)
     return collector.plan(NAMESPACE, memories, now, weights, merges=merges)
@@ -140,7 +139,7 @@ def ms(seconds: float) -> str:
 
 async def plan_only(service: MemoryService) -> float:
     """collector.plan alone over the namespace's facts (target at 100k: 0.3 s)."""
-    facts, _ = await service.repo.gc_facts_and_sequences(NAMESPACE)
+    facts, _ = await service.store.gc_facts_and_sequences(NAMESPACE)
     gc.disable()
     try:
         start = time.perf_counter()
@@ -167,10 +166,10 @@ async def time_inspect(service: MemoryService, ids: Sequence[str]) -> str:
 
 async def measure_size(settings: Settings, size: int, samples: int, baseline_max: int) -> None:
     async with await MemoryService.open(settings, counter=WordEstimate()) as service:
-        total = await service.repo.count(NAMESPACE)
-        ids = [m.id for m in await service.repo.namespace_memories(NAMESPACE)]
+        total = await service.store.count(NAMESPACE)
+        ids = [m.id for m in await service.store.namespace_memories(NAMESPACE)]
         sample = random.Random(3).sample(ids, min(samples, len(ids)))
-        where = (f"PostgreSQL, {service.repo.location}" if settings.database_url else
+        where = (f"PostgreSQL, {service.store.location}" if settings.database_url else
                  f"{settings.db_path.stat().st_size / 1e6:.0f} MB")
         print(f"\n{total:,} memories in one namespace ({where})")
         print(f"  inspect, as imported:     {await time_inspect(service, sample)}")
@@ -191,7 +190,7 @@ async def measure_size(settings: Settings, size: int, samples: int, baseline_max
             print(f"  merges: {len(new)} now, {len(old.to_merge)} old (newest {OLD_WINDOW:,} "
                   f"only), {shared} of the old pairs found now")
         await service.gc_run()
-        ids = [m.id for m in await service.repo.namespace_memories(NAMESPACE)]
+        ids = [m.id for m in await service.store.namespace_memories(NAMESPACE)]
         sample = random.Random(4).sample(ids, min(samples, len(ids)))
         print(f"  inspect, after one gc_run: {await time_inspect(service, sample)}")
 
@@ -225,7 +224,7 @@ async def longest_wait(db: Path, merges: int, batch: GCBatching) -> tuple[float,
         await MemoryService.open(settings, counter=WordEstimate(),
                                  merge_near_duplicates=False) as writer,
     ):
-        memories = await gc.repo.namespace_memories(NAMESPACE)
+        memories = await gc.store.namespace_memories(NAMESPACE)
         plan = await gc.gc_preview()
         by_id = {m.id: m for m in memories}
         done = asyncio.Event()
@@ -244,7 +243,7 @@ async def longest_wait(db: Path, merges: int, batch: GCBatching) -> tuple[float,
         task = asyncio.create_task(remember())
         await asyncio.sleep(0.1)
         t = time.perf_counter()
-        await gc.repo.apply_gc(plan.changes(), by_id, time.time(), batch=batch)
+        await gc.store.apply_gc(plan.changes(), by_id, time.time(), batch=batch)
         took = time.perf_counter() - t
         done.set()
         await task

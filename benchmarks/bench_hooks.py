@@ -42,9 +42,8 @@ from typing import Any
 
 from benchmarks import places
 from benchmarks.corpus import store, store_in
-from pma_mcp.budget import WordEstimate
-from pma_mcp.models import Memory, MemoryType
-from pma_mcp.transfer import content_hash
+from pma_mcp.core.budget import WordEstimate
+from pma_mcp.core.models import Memory, MemoryType, content_hash
 
 PROJECT = "/home/dev/acme-api"
 GLOBAL = "default"

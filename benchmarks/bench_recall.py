@@ -37,12 +37,11 @@ from mcp import Client, StdioServerParameters
 from benchmarks import places
 from benchmarks.corpus import Corpus
 from benchmarks.locomo import load, machine, percentile
-from pma_mcp.budget import WordEstimate
 from pma_mcp.config import Settings
-from pma_mcp.models import Memory, MemoryType
+from pma_mcp.core.budget import WordEstimate
+from pma_mcp.core.models import Memory, MemoryType, content_hash
 from pma_mcp.service import MemoryService
 from pma_mcp.store import open_store
-from pma_mcp.transfer import content_hash
 
 NAMESPACE = "/bench/project"
 BATCH = 5_000

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import ModuleType
 
-from pma_mcp import redact
+from pma_mcp.core import redact
 from tests.hostile import secret_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -156,7 +156,7 @@ def main() -> None:
         old_elapsed = time.perf_counter() - start
     print(f"\n== speed: {size / 1e6:.2f} MB of ordinary text in {elapsed * 1000:.0f} ms"
           + (f" (before: {old_elapsed * 1000:.0f} ms)" if old_elapsed is not None else ""))
-    new_import = import_ms("import pma_mcp.redact; pma_mcp.redact.redact('token=x1')")
+    new_import = import_ms("import pma_mcp.core.redact; pma_mcp.core.redact.redact('token=x1')")
     line = f"   import + first call, fresh process (median of 9): {new_import:.1f} ms"
     if old:
         old_import = import_ms(f"import runpy; runpy.run_path({str(OLD_PATH)!r})")

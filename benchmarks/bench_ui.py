@@ -26,9 +26,9 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 from benchmarks.corpus import Corpus
-from pma_mcp.budget import WordEstimate
 from pma_mcp.config import Settings
-from pma_mcp.models import Browse
+from pma_mcp.core.budget import WordEstimate
+from pma_mcp.core.models import Browse
 from pma_mcp.service import MemoryService
 
 NAMESPACE = "/bench/project"
@@ -48,7 +48,7 @@ async def build(db: Path, size: int) -> tuple[str, str]:
                 for i, made in enumerate(Corpus(seed=size).memories(size, NAMESPACE, now))
             ]
             for start in range(0, size, BATCH):
-                await svc.repo.insert_many(memories[start:start + BATCH], skip_existing=False)
+                await svc.store.insert_many(memories[start:start + BATCH], skip_existing=False)
         middle = (await svc.browse(Browse(namespace=NAMESPACE), before=size // 2,
                                    limit=1)).memories[0]
     return middle.id, " ".join(middle.content.split()[:3])

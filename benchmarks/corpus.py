@@ -12,11 +12,10 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pma_mcp.budget import WordEstimate
 from pma_mcp.config import Settings
-from pma_mcp.models import Memory, MemoryType
+from pma_mcp.core.budget import WordEstimate
+from pma_mcp.core.models import Memory, MemoryType, content_hash
 from pma_mcp.store import open_store
-from pma_mcp.transfer import content_hash
 
 VOCABULARY = 20_000
 _SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "pa", "qu", "dri",

@@ -50,7 +50,8 @@ from typing import Any, Protocol
 from mcp import Client, StdioServerParameters
 
 from benchmarks.places import Place, add_arguments, places
-from pma_mcp.config import Settings, Weights, parse_weights
+from pma_mcp.config import Settings, parse_weights
+from pma_mcp.core.scoring import Weights
 from pma_mcp.service import MemoryService
 
 LIMIT = 10
@@ -418,7 +419,7 @@ async def _time_true(
             for action, n in (await store_time_true(service, clock, conv)).items():
                 actions[action] = actions.get(action, 0) + n
         for conv in convs:
-            kept = await service.repo.namespace_memories(conv.namespace)
+            kept = await service.store.namespace_memories(conv.namespace)
             surviving |= {f"{conv.sample_id}/{m.metadata.get('dia_id')}" for m in kept}
     evidence = {f"{c.sample_id}/{e}" for c in convs for q in c.questions for e in q.evidence}
     rankings: dict[str, dict[str, list[list[str]]]] = {}

@@ -7,8 +7,8 @@
 project namespace (every tenth a fact all processes write, so dedupe is contended) in shared
 sessions. Meanwhile the parent cuts a random pma-mcp connection every --cuts-every seconds
 with pg_terminate_backend (what a server restart does to a client). A writer retries a call
-that failed with a retryable error (StorageUnavailable, StorageBusy) and records a write as
-acknowledged only when the call returned. Then: every acknowledged memory must be stored,
+that failed with a retryable error (StorageUnavailableError, StorageBusyError) and records a
+write as acknowledged only when the call returned. Then: every acknowledged memory must be stored,
 each shared fact stored once, and the store's consistency check clean. Prints the figures
 and exits 1 on any loss. Runs in a fresh schema, dropped afterwards.
 """
@@ -28,10 +28,9 @@ from pathlib import Path
 import asyncpg
 
 from benchmarks.places import place
-from pma_mcp.errors import StorageBusy, StorageUnavailable
-from pma_mcp.models import Memory, MemoryType, to_datetime
+from pma_mcp.core.errors import StorageBusyError, StorageUnavailableError
+from pma_mcp.core.models import Memory, MemoryType, content_hash, to_datetime
 from pma_mcp.store.postgres.store import PostgresStore
-from pma_mcp.transfer import content_hash
 
 NAMESPACE = "/bench/team-project"
 SHARED_EVERY = 10
@@ -62,7 +61,7 @@ async def child(url: str, k: int, writes: int, out: Path) -> tuple[int, int]:
                         opens += 1
                     stored, _ = await store.insert(memory(content, f"session-{i % 5}"))
                     break
-                except (StorageUnavailable, StorageBusy):
+                except (StorageUnavailableError, StorageBusyError):
                     retries += 1
                     await asyncio.sleep(0.02)
             else:

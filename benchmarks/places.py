@@ -76,11 +76,11 @@ class Place:
             shutil.copyfile(source.database, target.database)
             return
         async with await MemoryService.open(source) as src:
-            memories = [m for ns in await src.repo.namespaces()
-                        for m in await src.repo.namespace_memories(ns)]
+            memories = [m for ns in await src.store.namespaces()
+                        for m in await src.store.namespace_memories(ns)]
         memories.sort(key=lambda m: m.seq)  # session neighbours follow insertion order
         async with await MemoryService.open(target) as dst:
-            await dst.repo.insert_many(memories, skip_existing=False)
+            await dst.store.insert_many(memories, skip_existing=False)
 
 
 async def analyze(settings: Settings) -> None:

@@ -8,28 +8,17 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from pma_mcp.errors import ConfigError
-from pma_mcp.identity import (
-    MAX_AUTHOR_CHARS,
-    Identity,
-    author_text,
-    home_dir,
-    identify,
-    os_user,
-    person_key,
-    printable,
-)
-
-GLOBAL_NAMESPACE = "default"
-"""The namespace for rules that apply everywhere; queried beside the project's own."""
-AUTO_SAVED_TAG = "auto-saved"
-"""The tag the hooks give every exchange they save (the browser counts auto-saved by it)."""
+from pma_mcp.core.errors import ConfigError
+from pma_mcp.core.namespaces import GLOBAL_NAMESPACE, canonical_namespace
+from pma_mcp.core.scoring import Weights
+from pma_mcp.core.validation import MAX_AUTHOR_CHARS, author_text, printable
+from pma_mcp.identity import Identity, home_dir, identify, os_user, person_key
 
 DEFAULT_DB_PATH = "~/.pma_store.db"
 
@@ -54,21 +43,6 @@ def log_level(raw: str) -> LogLevel | None:
     return None
 
 
-@dataclass(frozen=True)
-class Weights:
-    """Composite-score weights; the seed's values. They must sum to 1 so scores stay in [0, 1]."""
-
-    semantic: float = 0.4
-    importance: float = 0.3
-    recency: float = 0.2
-    access: float = 0.1
-
-    def __post_init__(self) -> None:
-        values = (self.semantic, self.importance, self.recency, self.access)
-        if any(not (0.0 <= v <= 1.0) for v in values):
-            raise ConfigError(f"score weights must each lie in [0, 1], got {values}")
-        if abs(sum(values) - 1.0) > 1e-6:
-            raise ConfigError(f"score weights must sum to 1, got {sum(values):.6f} from {values}")
 
 
 @dataclass(frozen=True)
@@ -271,33 +245,6 @@ def resolve_namespace(env: Mapping[str, str], *, cwd: str | None = None) -> str:
     return project_dir(env, cwd=cwd) or GLOBAL_NAMESPACE
 
 
-def canonical_namespace(name: str) -> str:
-    """The one spelling of a namespace: a path is its real path without a trailing separator.
-
-    Claude Code hands hooks its `cwd` / CLAUDE_PROJECT_DIR as typed (a symlink, a trailing
-    slash, `..`), the server sees its physical working directory; without this one function in
-    every process a project splits into several namespaces. A name that is not an absolute path
-    ("default", "locomo/conv-1") is kept as given, stripped. `os.path.realpath` resolves what
-    exists and normalises the rest, so a removed directory still has one spelling.
-    """
-    name = name.strip()
-    if not os.path.isabs(name) or "\x00" in name:  # NUL: left for validation to refuse
-        return name
-    try:
-        real = os.path.realpath(name)
-    except (OSError, ValueError):
-        real = os.path.normpath(name)
-    return real.rstrip(os.sep) or os.sep
-
-
-def uncanonical_namespaces(names: Iterable[str]) -> dict[str, str]:
-    """Stored namespaces that are not in their canonical spelling → the canonical one."""
-    moves = {}
-    for name in names:
-        canonical = canonical_namespace(name)
-        if canonical and canonical not in (name, os.sep):
-            moves[name] = canonical
-    return moves
 
 
 def namespace_allowed(settings: Settings, name: str) -> bool:

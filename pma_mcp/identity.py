@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pma_mcp import gitconfig
-from pma_mcp.models import UNKNOWN_AUTHOR
-
-MAX_AUTHOR_CHARS = 200
+from pma_mcp.core.models import UNKNOWN_AUTHOR
+from pma_mcp.core.validation import author_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,24 +48,6 @@ def identify(project_dir: str | None, env: Mapping[str, str], home: Path) -> Ide
     return Identity(namespace=namespace, root=repo.root, email=email)
 
 
-def author_text(value: str) -> str | None:
-    """`value` as an author, or None when it cannot be one (empty, too long, control chars).
-
-    The author is not secret (no redaction), but it is shown in every context block, so it is
-    held to one line of printable text.
-    """
-    text = value.strip()
-    if len(text) > MAX_AUTHOR_CHARS or not printable(text):
-        return None
-    return text
-
-
-def printable(text: str) -> bool:
-    """Non-empty, and no control, format (bidi overrides) or line-separator characters."""
-    import unicodedata
-
-    return bool(text) and all(
-        unicodedata.category(ch) not in ("Cc", "Cf", "Zl", "Zp") for ch in text)
 
 
 def os_user() -> str | None:

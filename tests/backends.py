@@ -17,7 +17,7 @@ import asyncpg
 import pytest
 
 from pma_mcp.config import Settings
-from pma_mcp.models import Memory
+from pma_mcp.core.models import Memory
 from pma_mcp.store import Store, open_store
 from tests import postgres
 

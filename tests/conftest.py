@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pma_mcp.budget import WordEstimate
 from pma_mcp.config import Settings
+from pma_mcp.core.budget import WordEstimate
 from pma_mcp.service import MemoryService
 from tests import postgres
 from tests.backends import BACKENDS, Backend

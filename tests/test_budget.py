@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import tiktoken
 
-from pma_mcp import budget
-from pma_mcp.budget import TiktokenCounter, WordEstimate, pack
 from pma_mcp.config import Settings
-from pma_mcp.models import Memory, MemoryType, ScoreBreakdown, ScoredMemory
+from pma_mcp.core import budget
+from pma_mcp.core.budget import TiktokenCounter, WordEstimate, pack
+from pma_mcp.core.models import Memory, MemoryType, ScoreBreakdown, ScoredMemory
 from pma_mcp.service import MemoryService
 
 

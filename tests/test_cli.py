@@ -22,10 +22,11 @@ from typing import Any
 
 import pytest
 
-from pma_mcp import commands
-from pma_mcp.budget import WordEstimate
-from pma_mcp.config import GLOBAL_NAMESPACE, Settings
-from pma_mcp.models import MemoryType
+from pma_mcp.commands import handlers as commands
+from pma_mcp.config import Settings
+from pma_mcp.core.budget import WordEstimate
+from pma_mcp.core.models import MemoryType
+from pma_mcp.core.namespaces import GLOBAL_NAMESPACE
 from pma_mcp.service import MemoryService
 from tests.conftest import PROJECT, FakeClock
 
@@ -331,8 +332,8 @@ async def fill_thousand(db: Path) -> None:
             )
             added.append(result.memory)
         clock.advance(3)
-        await service.repo.touch(added[::3], clock.now, reason="test")
-        await service.repo.touch(added[::9], clock.now + 60, reason="test")
+        await service.store.touch(added[::3], clock.now, reason="test")
+        await service.store.touch(added[::9], clock.now + 60, reason="test")
         await service.add("Note 5 corrected: queue q5 was renamed.", supersedes=added[5].id)
 
 
@@ -656,7 +657,7 @@ def test_an_unusable_database_path_is_one_line(tmp_path: Path) -> None:
 def test_unexpected_errors_are_one_line_with_a_debug_hint(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from pma_mcp.commands import _guarded
+    from pma_mcp.commands.handlers import _guarded
 
     def boom() -> int:
         raise RuntimeError("kaboom")

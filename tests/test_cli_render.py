@@ -8,14 +8,15 @@ from datetime import UTC, datetime
 
 import pytest
 
-from pma_mcp import render
-from pma_mcp.models import Finding, MemoryType, TierStats
+from pma_mcp.commands import render
+from pma_mcp.core.export_format import dumps
+from pma_mcp.core.models import Finding, MemoryType, TierStats
 
 
 def test_jsonable_turns_enums_datetimes_and_dataclasses_into_json() -> None:
     value = {MemoryType.SEMANTIC: [TierStats(count=2, tokens=9, avg_score=0.5)],
              "at": datetime(2027, 1, 15, 8, 0, tzinfo=UTC)}
-    assert json.loads(render.dumps(value)) == {
+    assert json.loads(dumps(value)) == {
         "semantic": [{"count": 2, "tokens": 9, "avg_score": 0.5}],
         "at": "2027-01-15T08:00:00+00:00",
     }

@@ -8,10 +8,16 @@ from itertools import count
 
 import pytest
 
-from pma_mcp.collector import ACTIVE_TIERS, WEIGHTS, Prediction, apply_rules, gc_score, plan
-from pma_mcp.config import Weights
-from pma_mcp.models import GCDecision, GCPreview, Memory, MemoryType, MergePair, ScoreBreakdown
-from pma_mcp.scoring import breakdown
+from pma_mcp.core.collector import ACTIVE_TIERS, WEIGHTS, Prediction, apply_rules, gc_score, plan
+from pma_mcp.core.models import (
+    GCDecision,
+    GCPreview,
+    Memory,
+    MemoryType,
+    MergePair,
+    ScoreBreakdown,
+)
+from pma_mcp.core.scoring import Weights, breakdown
 
 T0 = 1_800_000_000.0
 HOUR = 3600.0

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from pma_mcp.config import GLOBAL_NAMESPACE, Settings, resolve_namespace
-from pma_mcp.errors import ConfigError
+from pma_mcp.config import Settings, resolve_namespace
+from pma_mcp.core.errors import ConfigError
+from pma_mcp.core.namespaces import GLOBAL_NAMESPACE
 
 
 def test_namespace_precedence() -> None:

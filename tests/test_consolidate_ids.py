@@ -15,19 +15,19 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from pma_mcp import consolidate
-from pma_mcp.store import analysis
+from pma_mcp.core import consolidation
+from pma_mcp.core.text import analysis
 
 SYLLABLES = ["ka", "lo", "mi", "ne", "qu", "ru", "sa", "te", "vo", "wa", "xe", "zo"]
 
 
-def vocabulary(size: int, seed: int) -> consolidate.Vocabulary:
+def vocabulary(size: int, seed: int) -> consolidation.Vocabulary:
     rng = random.Random(seed)
     terms: set[str] = set()
     while len(terms) < size:
         terms.add("".join(rng.choice(SYLLABLES) for _ in range(rng.randint(1, 5))))
     counts = {t: rng.choice([1, 1, 2, 3, 7, 40, 999, 1000, 1001, 5000]) for t in terms}
-    return consolidate.Vocabulary(counts, total=6000)
+    return consolidation.Vocabulary(counts, total=6000)
 
 
 def test_id_lookup_is_the_term_lookup_for_known_and_unknown_ids() -> None:
@@ -38,8 +38,8 @@ def test_id_lookup_is_the_term_lookup_for_known_and_unknown_ids() -> None:
     ids = np.frombuffer(analysis.packed_ids(asked), dtype="<i8")
     table = vocab.ids()
     assert table._sizes.max() >= 3  # some buckets hold several terms: every round is used
-    ranks = table.lookup(ids, consolidate._IdTable.RANK).tolist()
-    counts = table.lookup(ids, consolidate._IdTable.DOC_FREQ).tolist()
+    ranks = table.lookup(ids, consolidation._IdTable.RANK).tolist()
+    counts = table.lookup(ids, consolidation._IdTable.DOC_FREQ).tolist()
     vocab.signature(())  # builds the term -> rank map the string rule uses
     assert vocab._rank is not None
     assert ranks == [vocab._rank.get(t, 0) for t in asked]
@@ -57,7 +57,7 @@ def test_signatures_from_ids_are_the_signatures_from_terms() -> None:
         assert vocab.of_ranks(row) == vocab.signature(dict.fromkeys(text))
 
 
-def reference_vector(text: list[str], vocab: consolidate.Vocabulary) -> dict[object, float]:
+def reference_vector(text: list[str], vocab: consolidation.Vocabulary) -> dict[object, float]:
     """The rule written out plainly: sublinear tf × smoothed idf over terms and adjacent
     pairs (a pair weighing as its rarer term), L2-normalised."""
     def idf(t: str) -> float:
@@ -78,7 +78,7 @@ def test_cosines_are_the_rule_and_the_same_floats_in_any_batch() -> None:
     texts = [[rng.choice(terms[:300]) for _ in range(rng.randint(0, 40))] for _ in range(300)]
     texts += [texts[3] + ["extra"], texts[3][:], []]
     packed = [analysis.packed_ids(t) for t in texts]
-    whole = consolidate.Vectors(packed, vocab)
+    whole = consolidation.Vectors(packed, vocab)
     pairs = [(i, j) for i in range(len(texts)) for j in range(i + 1, len(texts))
              if rng.random() < 0.02] + [(3, 300), (3, 301), (0, 302)]
     values = whole.cosines([i for i, _ in pairs], [j for _, j in pairs])
@@ -86,7 +86,7 @@ def test_cosines_are_the_rule_and_the_same_floats_in_any_batch() -> None:
         a, b = reference_vector(texts[i], vocab), reference_vector(texts[j], vocab)
         assert value == pytest.approx(min(sum(w * b.get(k, 0.0) for k, w in a.items()), 1.0),
                                       abs=1e-12)
-        alone = consolidate.Vectors([packed[i], packed[j]], vocab).cosines([0], [1])
+        alone = consolidation.Vectors([packed[i], packed[j]], vocab).cosines([0], [1])
         assert alone == [value]  # exactly: inspect compares a few, the plan thousands
-    assert values[-3] >= consolidate.NEAR_DUPLICATE_COSINE  # one word added
+    assert values[-3] >= consolidation.NEAR_DUPLICATE_COSINE  # one word added
     assert values[-2] == 1.0 and values[-1] == 0.0

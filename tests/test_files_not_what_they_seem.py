@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pma_mcp import seeding
+from pma_mcp.importers import project_docs
 from tests.test_cli import assert_one_line_error, cli, cli_env
 
 CANARY = "Q7kv-outside-the-project-canary"
@@ -65,7 +65,7 @@ def test_seed_skips_a_docs_directory_linked_out_of_the_project(tmp_path: Path) -
     (elsewhere / "notes.md").write_text(f"# Notes\n\n{CANARY} lives outside this project.\n")
     (root / "docs").symlink_to(elsewhere, target_is_directory=True)
 
-    read = seeding.read_sections(root)
+    read = project_docs.read_sections(root)
 
     assert [s.source for s in read.skipped] == ["docs/notes.md"]
     assert all(CANARY not in s.text for s in read.sections)
@@ -78,7 +78,7 @@ def test_seed_follows_a_symlink_that_stays_inside(tmp_path: Path) -> None:
         "# Ops\n\nDeploys happen every Tuesday morning through the release pipeline.\n")
     (root / "docs" / "ops.md").symlink_to(root / "handbook" / "ops.md")
 
-    read = seeding.read_sections(root)
+    read = project_docs.read_sections(root)
 
     assert read.skipped == []
     assert any("every Tuesday" in s.text for s in read.sections)
@@ -132,12 +132,12 @@ def test_read_cap_keeps_the_head_of_a_large_file(tmp_path: Path) -> None:
                                   for i in range(60_000))
     (root / "docs" / "big.md").write_text(body)
 
-    read = seeding.read_sections(root)
+    read = project_docs.read_sections(root)
 
     texts = "\n".join(s.text for s in read.sections if s.source == "docs/big.md")
     assert "Paragraph 0 of the manual" in texts
     assert "Paragraph 59999" not in texts
-    assert len(texts) <= seeding.MAX_FILE_BYTES + 10_000
+    assert len(texts) <= project_docs.MAX_FILE_BYTES + 10_000
     assert read.skipped == []
     (note,) = read.cut
     assert note.source == "docs/big.md" and "over the 2,000,000-byte cap" in note.reason

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pma_mcp.config import Settings
-from pma_mcp.models import MemoryType
+from pma_mcp.core.models import MemoryType
 from pma_mcp.service import MemoryService
 from tests.conftest import FakeClock
 
@@ -47,9 +47,9 @@ async def test_preview_is_exactly_what_run_applies(
     assert result.token_delta == preview.token_delta
     assert (await service.get(ids["stale"])).memory_type == MemoryType.ARCHIVED
     assert (await service.get(ids["hot"])).memory_type == MemoryType.WORKING
-    assert await service.repo.count() == 4
+    assert await service.store.count() == 4
     for key, event in (("stale", "archive"), ("hot", "promote"), ("gone", "deleted")):
-        lineage = await service.repo.lineage(ids[key])
+        lineage = await service.store.lineage(ids[key])
         assert lineage[-1].event == event and lineage[-1].reason
         assert lineage[-1].score is not None
 
@@ -84,12 +84,12 @@ async def test_capacity_is_enforced_per_namespace(
                               memory_type="working")).memory.id for i in range(8)]
     await service.add(text(99), namespace="/other", memory_type="working")
     result = await service.gc_run()
-    working = [m for m in await service.repo.namespace_memories(service.namespace)
+    working = [m for m in await service.store.namespace_memories(service.namespace)
                if m.memory_type == MemoryType.WORKING]
     assert sum(m.token_count for m in working) <= 2_000
     assert {m.id for m in working} == set(ids[-5:])  # the highest-scored stay
     assert result.demoted == 3
-    other = await service.repo.namespace_memories("/other")
+    other = await service.store.namespace_memories("/other")
     assert other[0].memory_type == MemoryType.WORKING
 
 
@@ -108,13 +108,13 @@ async def test_near_duplicates_are_merged_into_the_better_one(
     merged = await service.get(keep.id)
     assert merged.tags == ["prefs", "ui"] and merged.linked_entities == ["vscode"]
     assert merged.access_count == 2
-    assert await service.repo.get(gone.id) is None
-    assert await service.repo.get(distinct.id) is not None
-    assert "absorbed" in (await service.repo.lineage(keep.id))[-1].reason
-    gone_events = [e.event for e in await service.repo.lineage(gone.id)]
+    assert await service.store.get(gone.id) is None
+    assert await service.store.get(distinct.id) is not None
+    assert "absorbed" in (await service.store.lineage(keep.id))[-1].reason
+    gone_events = [e.event for e in await service.store.lineage(gone.id)]
     assert gone_events[-2:] == ["merge", "deleted"]
     assert (await service.related("vscode")).memories[0].id == keep.id
-    assert (await service.repo.check_consistency()).ok
+    assert (await service.store.check_consistency()).ok
 
 
 async def test_bounded_run_touches_at_most_the_window(
@@ -125,7 +125,7 @@ async def test_bounded_run_touches_at_most_the_window(
     clock.advance(30)
     result = await service.gc_run(max_memories=10)
     assert result.archived == 10
-    assert await service.repo.count() == 30
+    assert await service.store.count() == 30
 
 
 @pytest.mark.parametrize("namespace", ["/a", "/b"])
@@ -165,12 +165,12 @@ async def test_a_plan_applied_twice_changes_nothing_the_second_time(
     """Two processes' GC runs can act on the same snapshot: the second must be a no-op."""
     await populate(service, clock)
     plan = await service.gc_preview()
-    memories = {m.id: m for m in await service.repo.namespace_memories(service.namespace)}
+    memories = {m.id: m for m in await service.store.namespace_memories(service.namespace)}
     await service.gc_run()
-    lineage_before = {i: len(await service.repo.lineage(i)) for i in memories}
-    await service.repo.apply_gc(plan.changes(), memories, clock.now)
-    assert {i: len(await service.repo.lineage(i)) for i in memories} == lineage_before
-    assert (await service.repo.check_consistency()).ok
+    lineage_before = {i: len(await service.store.lineage(i)) for i in memories}
+    await service.store.apply_gc(plan.changes(), memories, clock.now)
+    assert {i: len(await service.store.lineage(i)) for i in memories} == lineage_before
+    assert (await service.store.check_consistency()).ok
 
 
 async def test_superseded_memories_are_never_promoted_or_merged(

@@ -13,13 +13,12 @@ import time
 import uuid
 from pathlib import Path
 
-from pma_mcp.budget import WordEstimate
 from pma_mcp.config import Settings
-from pma_mcp.models import Memory, MemoryType, to_datetime
+from pma_mcp.core.budget import WordEstimate
+from pma_mcp.core.models import Memory, MemoryType, content_hash, to_datetime
 from pma_mcp.service import MemoryService
 from pma_mcp.store.base import GCBatching
-from pma_mcp.store.sqlite.repository import SQLiteStore
-from pma_mcp.transfer import content_hash
+from pma_mcp.store.sqlite.store import SQLiteStore
 from tests.conftest import PROJECT, FakeClock
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,7 +45,7 @@ def duplicate_pairs(n: int, now: float) -> list[Memory]:
 async def test_a_concurrent_writer_commits_between_gc_batches(
     service: MemoryService, settings: Settings, clock: FakeClock
 ) -> None:
-    await service.repo.insert_many(
+    await service.store.insert_many(
         [_memory(f"low value note {i} about item{i}", clock.now) for i in range(60)],
         skip_existing=False,
     )
@@ -54,7 +53,7 @@ async def test_a_concurrent_writer_commits_between_gc_batches(
     plan = await service.gc_preview()
     changes = plan.changes()
     assert len(changes) == 60
-    memories = {m.id: m for m in await service.repo.namespace_memories(PROJECT)}
+    memories = {m.id: m for m in await service.store.namespace_memories(PROJECT)}
     batch = GCBatching(changes=10, seconds=60.0)
 
     gc_done = asyncio.Event()
@@ -72,7 +71,7 @@ async def test_a_concurrent_writer_commits_between_gc_batches(
 
     task = asyncio.create_task(writer())
     await asyncio.sleep(0.2)  # the writer is running
-    transactions = await service.repo.apply_gc(changes, memories, clock.now, batch=batch)
+    transactions = await service.store.apply_gc(changes, memories, clock.now, batch=batch)
     gc_done.set()
     await task
 
@@ -91,7 +90,7 @@ async def test_a_concurrent_writer_commits_between_gc_batches(
     # The writer's lineage rows sit between GC rows: it committed while the plan was applied.
     between = sum(sequence[gc_positions[0]:gc_positions[-1]])
     assert between >= 1, "no write got in while GC was applying its plan"
-    assert (await service.repo.check_consistency()).ok
+    assert (await service.store.check_consistency()).ok
 
 
 def test_a_gc_killed_between_batches_leaves_a_valid_store(tmp_path: Path) -> None:
@@ -132,9 +131,9 @@ def test_a_gc_killed_between_batches_leaves_a_valid_store(tmp_path: Path) -> Non
     async def check() -> None:
         async with await MemoryService.open(Settings(db_path=db, namespace=PROJECT),
                                             counter=WordEstimate()) as service:
-            assert (await service.repo.check_consistency()).ok
-            assert await service.repo.integrity_check() == "ok"
-            left = await service.repo.count(PROJECT)
+            assert (await service.store.check_consistency()).ok
+            assert await service.store.integrity_check() == "ok"
+            left = await service.store.count(PROJECT)
             assert pairs < left < 2 * pairs, "the kill did not land mid-run"
             # Every merge that was applied is whole: the survivor absorbed the copy.
             done = 2 * pairs - left
@@ -147,7 +146,7 @@ def test_a_gc_killed_between_batches_leaves_a_valid_store(tmp_path: Path) -> Non
             assert events == 2 * done
             rest = await service.gc_run()
             assert rest.merged == left - pairs
-            assert await service.repo.count(PROJECT) == pairs
-            assert (await service.repo.check_consistency()).ok
+            assert await service.store.count(PROJECT) == pairs
+            assert (await service.store.check_consistency()).ok
 
     asyncio.run(check())

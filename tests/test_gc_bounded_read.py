@@ -8,10 +8,9 @@ import random
 import uuid
 from pathlib import Path
 
-from pma_mcp import collector, scoring
-from pma_mcp.models import Memory, MemoryType, to_datetime
-from pma_mcp.store.sqlite.repository import SQLiteStore
-from pma_mcp.transfer import content_hash
+from pma_mcp.core import collector, scoring
+from pma_mcp.core.models import Memory, MemoryType, content_hash, to_datetime
+from pma_mcp.store.sqlite.store import SQLiteStore
 
 NOW = 1_800_000_000.0
 TIERS = (MemoryType.WORKING, MemoryType.EPISODIC, MemoryType.SEMANTIC, MemoryType.ARCHIVED)

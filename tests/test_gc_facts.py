@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import random
 
-from pma_mcp import collector, consolidate
-from pma_mcp.models import GCPreview, Planned, stored_epoch, to_datetime
-from pma_mcp.service import MemoryService
+from pma_mcp.core import collector
+from pma_mcp.core.models import GCPreview, Planned, stored_epoch, to_datetime
+from pma_mcp.service import MemoryService, consolidate
 from tests.conftest import FakeClock
 from tests.test_gc_predict import build
 
@@ -16,7 +16,7 @@ async def _plan(service: MemoryService, memories: list[Planned], now: float
                 ) -> GCPreview:
     weights = collector.WEIGHTS
     merges = await consolidate.near_duplicates(
-        service.repo, memories, lambda m: collector.gc_score(m, now, weights).composite)
+        service.store, memories, lambda m: collector.gc_score(m, now, weights).composite)
     return collector.plan(service.namespace, memories, now, weights, merges=merges)
 
 
@@ -25,8 +25,8 @@ async def test_a_plan_from_facts_is_the_plan_from_memories(
 ) -> None:
     await build(service, clock)
     clock.now += 0.123_456_7  # a time between microseconds: rows and memories round alike
-    facts = await service.repo.gc_facts(service.namespace)
-    memories = await service.repo.namespace_memories(service.namespace)
+    facts = await service.store.gc_facts(service.namespace)
+    memories = await service.store.namespace_memories(service.namespace)
     assert [f.seq for f in facts] == [m.seq for m in memories]
     for fact, memory in zip(facts, memories, strict=True):
         assert (fact.created_epoch, fact.accessed_epoch) == (
@@ -42,8 +42,8 @@ async def test_the_ranked_tier_read_is_what_the_full_read_sees(
     service: MemoryService, clock: FakeClock
 ) -> None:
     await build(service, clock)
-    by_seq = {m.seq: m for m in await service.repo.namespace_memories(service.namespace)}
-    ranked = [f async for f in service.repo.tier_facts_by_score(
+    by_seq = {m.seq: m for m in await service.store.namespace_memories(service.namespace)}
+    ranked = [f async for f in service.store.tier_facts_by_score(
         service.namespace, clock.now, collector.WEIGHTS, at_least=0.0, archived_at_least=0.0)]
     assert len(ranked) == sum(m.superseded_by is None for m in by_seq.values())
     for fact in ranked:
@@ -61,7 +61,7 @@ async def test_gc_run_applies_the_plan_it_made_from_facts(
     preview = await service.gc_preview()
     result = await service.gc_run()
     assert result.decisions == preview.changes()
-    after = {m.id: m for m in await service.repo.namespace_memories(service.namespace)}
+    after = {m.id: m for m in await service.store.namespace_memories(service.namespace)}
     for d in preview.changes():
         if d.action in ("merge", "delete"):
             assert d.memory_id not in after

@@ -3,7 +3,7 @@ higher, and the prediction is exactly what the namespace plan (gc_preview / gc_r
 
 from __future__ import annotations
 
-from pma_mcp.models import GCPreview, MemoryType
+from pma_mcp.core.models import GCPreview, MemoryType
 from pma_mcp.service import MemoryService
 from tests.conftest import FakeClock
 
@@ -64,7 +64,7 @@ async def test_inspect_predicts_what_gc_preview_plans_for_every_memory(
     assert {"merge", "delete", "archive", "demote", "promote", "keep"} <= actions
     assert any("over capacity" in d.reason for d in preview.changes() + preview.to_keep)
     reasons = {d.memory_id: d.reason for d in [*preview.changes(), *preview.to_keep]}
-    for memory in await service.repo.namespace_memories(service.namespace):
+    for memory in await service.store.namespace_memories(service.namespace):
         report = await service.inspect(memory.id)
         assert (report.gc_action, report.predicted_tier) == plan[memory.id], memory.content[:40]
         assert report.gc_reason == reasons[memory.id]
@@ -77,7 +77,7 @@ async def test_predictions_still_agree_after_a_run(
     await service.gc_run()
     clock.advance(200)
     plan = planned(await service.gc_preview())
-    for memory in await service.repo.namespace_memories(service.namespace):
+    for memory in await service.store.namespace_memories(service.namespace):
         report = await service.inspect(memory.id)
         assert (report.gc_action, report.predicted_tier) == plan[memory.id]
 

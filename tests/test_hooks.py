@@ -20,9 +20,10 @@ from typing import Any
 
 import pytest
 
-from pma_mcp import hooks
-from pma_mcp.budget import WordEstimate
-from pma_mcp.config import GLOBAL_NAMESPACE, Settings
+from pma_mcp.config import Settings
+from pma_mcp.core.budget import WordEstimate
+from pma_mcp.core.namespaces import GLOBAL_NAMESPACE
+from pma_mcp.hooks import handlers as hooks
 from pma_mcp.service import MemoryService
 from tests.backends import injected_ids, lineage_events, store_env, stored_rows
 
@@ -700,12 +701,12 @@ async def test_context_floor_and_exclusions_apply_before_the_pool_is_cut(
 def test_a_word_in_no_memory_does_not_use_up_the_postings_budget() -> None:
     """A prompt nearly always holds some word no memory has; if that word alone filled the
     MATCH, a large store would never find anything for the prompt hook."""
-    from pma_mcp.store import lexical
-    from pma_mcp.store.base import TermStats
+    from pma_mcp.core.text import relevance
+    from pma_mcp.core.text.relevance import TermStats
 
     stats = TermStats(total_docs=100_000, doc_freq={"cach": 3_000, "layer": 2_500},
                       content_freq={"cach": 3_000, "layer": 2_500})
-    full, _ = lexical.within_budget(["convent", "cach", "layer"], stats)
+    full, _ = relevance.within_budget(["convent", "cach", "layer"], stats)
     assert "convent" in full and "layer" in full
 
 

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from pma_mcp.config import GLOBAL_NAMESPACE, Settings
+from pma_mcp.config import Settings
+from pma_mcp.core.namespaces import GLOBAL_NAMESPACE
 from tests.test_hooks import (
     PROJECT,
     REPLY,
@@ -131,7 +132,7 @@ def test_stop_hook_prints_nothing_even_when_asked_to_continue(hook: Hook, tmp_pa
 def test_a_print_inside_the_handler_cannot_reach_stdout(hook: Hook, tmp_path: Path) -> None:
     code = (
         "import builtins, sys\n"
-        "from pma_mcp import hooks\n"
+        "from pma_mcp.hooks import handlers as hooks\n"
         "real = hooks.stop\n"
         "async def noisy(payload, settings):\n"
         "    print('library chatter')\n"

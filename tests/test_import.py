@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 
-from pma_mcp.budget import WordEstimate
-from pma_mcp.config import GLOBAL_NAMESPACE, Settings
+from pma_mcp.config import Settings
+from pma_mcp.core.budget import WordEstimate
+from pma_mcp.core.namespaces import GLOBAL_NAMESPACE
 from pma_mcp.service import MemoryService
 from tests import import_sources as src
 from tests.node_tools import node_tool
@@ -53,7 +54,7 @@ def imported(env: dict[str, str], *args: str, cwd: Path | None = None) -> dict[s
 async def stored(env: dict[str, str], namespace: str = NAMESPACE) -> list[Any]:
     settings = Settings(db_path=Path(env["PMA_DB_PATH"]), namespace=namespace)
     async with await MemoryService.open(settings, counter=WordEstimate()) as service:
-        return await service.repo.namespace_memories(namespace)
+        return await service.store.namespace_memories(namespace)
 
 
 async def recall(env: dict[str, str], query: str, namespace: str = NAMESPACE) -> list[str]:

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from pma_mcp import hooks, launch
+from pma_mcp import launch
+from pma_mcp.hooks import handlers as hooks
 
 ROOT = Path(__file__).resolve().parents[1]
 

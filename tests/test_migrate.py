@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from pma_mcp import migrate
-from pma_mcp.budget import WordEstimate
+from pma_mcp.admin import migrate
 from pma_mcp.config import Settings
-from pma_mcp.errors import InvalidInput
-from pma_mcp.models import Memory
+from pma_mcp.core.budget import WordEstimate
+from pma_mcp.core.errors import InvalidInputError
+from pma_mcp.core.models import Memory
 from pma_mcp.service import MemoryService
 from tests.conftest import PROJECT, FakeClock
 
@@ -47,7 +47,7 @@ async def fill(settings: Settings, clock: FakeClock) -> None:
 async def snapshot(settings: Settings) -> dict[str, Any]:
     """Everything a copy must keep, keyed by memory id (seq is the store's own)."""
     async with await MemoryService.open(settings, counter=WordEstimate()) as svc:
-        repo = svc.repo
+        repo = svc.store
         memories: list[Memory] = []
         after = 0
         while page := await repo.memories_after(after, 100):
@@ -95,7 +95,7 @@ async def test_a_target_with_memories_is_refused_unless_merging(
     target = Settings(db_path=tmp_path / "live.db", namespace=PROJECT)
     async with await MemoryService.open(target, clock=clock, counter=WordEstimate()) as svc:
         await svc.add("A memory of the live target")
-    with pytest.raises(InvalidInput, match="--merge"):
+    with pytest.raises(InvalidInputError, match="--merge"):
         await migrate.migrate(source, str(target.db_path), states=tmp_path / "state")
     assert len((await snapshot(target))["memories"]) == 1  # untouched
 
@@ -109,7 +109,7 @@ async def test_a_target_with_memories_is_refused_unless_merging(
 
 
 async def test_copying_a_store_onto_itself_is_refused(source: Settings, tmp_path: Path) -> None:
-    with pytest.raises(InvalidInput, match="being copied"):
+    with pytest.raises(InvalidInputError, match="being copied"):
         await migrate.migrate(source, str(source.db_path), states=tmp_path / "state")
 
 

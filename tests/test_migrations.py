@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from pma_mcp.errors import StorageError
+from pma_mcp.core.errors import StorageError
 from pma_mcp.store.sqlite import db
-from pma_mcp.store.sqlite.repository import SQLiteStore
 from pma_mcp.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
+from pma_mcp.store.sqlite.store import SQLiteStore
 from tests.stores import sqlite_store
 
 
@@ -74,8 +74,8 @@ async def test_a_file_that_is_not_sqlite_is_a_storage_error(tmp_path: Path) -> N
 
 
 async def test_row_counter_follows_inserts_deletes_and_imports(tmp_path: Path) -> None:
-    from pma_mcp.budget import WordEstimate
     from pma_mcp.config import Settings
+    from pma_mcp.core.budget import WordEstimate
     from pma_mcp.service import MemoryService
 
     settings = Settings(db_path=tmp_path / "c.db", namespace="ns")
@@ -88,12 +88,12 @@ async def test_row_counter_follows_inserts_deletes_and_imports(tmp_path: Path) -
             record["id"] = f"{n:032x}"
         await svc.import_document(doc, namespace="other")
         stats = await sqlite_store(svc).term_stats([])
-        assert stats.total_docs == await svc.repo.count() == 8
+        assert stats.total_docs == await svc.store.count() == 8
 
 
 async def test_term_counts_follow_writes_deletes_and_merges(tmp_path: Path) -> None:
-    from pma_mcp.budget import WordEstimate
     from pma_mcp.config import Settings
+    from pma_mcp.core.budget import WordEstimate
     from pma_mcp.service import MemoryService
 
     settings = Settings(db_path=tmp_path / "df.db", namespace="ns")
@@ -108,13 +108,13 @@ async def test_term_counts_follow_writes_deletes_and_merges(tmp_path: Path) -> N
         await svc.gc_run()  # merges the two editor memories
         stats = await sqlite_store(svc).term_stats(["export", "run", "editor"])
         assert stats.content_freq == {"export": 1, "run": 1, "editor": 1}
-        assert (await svc.repo.check_consistency()).ok
+        assert (await svc.store.check_consistency()).ok
 
 
 async def test_cancelling_a_write_that_waits_for_the_lock_releases_it(tmp_path: Path) -> None:
     """A tool call cancelled while its BEGIN waits must not leave the file locked."""
-    from pma_mcp.budget import WordEstimate
     from pma_mcp.config import Settings
+    from pma_mcp.core.budget import WordEstimate
     from pma_mcp.service import MemoryService
 
     settings = Settings(db_path=tmp_path / "cancel.db", namespace="ns")
@@ -135,4 +135,4 @@ async def test_cancelling_a_write_that_waits_for_the_lock_releases_it(tmp_path: 
         other.execute("ROLLBACK")
         other.close()
         blocker.close()
-        assert await svc.repo.count() == 1
+        assert await svc.store.count() == 1

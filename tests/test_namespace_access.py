@@ -16,8 +16,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult, TextContent
 
-from pma_mcp.budget import WordEstimate
 from pma_mcp.config import Settings, namespace_allowed
+from pma_mcp.core.budget import WordEstimate
 from pma_mcp.server import build_server
 from pma_mcp.service import MemoryService
 from tests.backends import store_env

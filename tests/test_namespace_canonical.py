@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from pma_mcp.budget import WordEstimate
-from pma_mcp.config import Settings, canonical_namespace
+from pma_mcp.config import Settings
+from pma_mcp.core.budget import WordEstimate
+from pma_mcp.core.namespaces import canonical_namespace
 from pma_mcp.service import MemoryService
 from tests.reliability import checks
 from tests.test_hooks import REPLY, Hook, Transcript, hook_env, stop_input
@@ -136,7 +137,7 @@ async def test_open_merges_uncanonical_namespaces_once(
         (dup,) = [r for r in await svc.search("nightly export", limit=50)
                   if "02:00" in r.memory.content]
         assert set(dup.memory.tags) == {f"d{i}" for i in range(len(spellings(real, link)))}
-        assert (await svc.repo.check_consistency()).ok
+        assert (await svc.store.check_consistency()).ok
         lineage = await svc.lineage_of(dup.memory.id)
         assert any(e.event == "merge" for e in lineage)
     before = checks.snapshot(db, full=True)

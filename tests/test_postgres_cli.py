@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from pma_mcp.budget import WordEstimate
 from pma_mcp.config import Settings
+from pma_mcp.core.budget import WordEstimate
 from pma_mcp.service import MemoryService
 
 pytestmark = pytest.mark.postgres

@@ -11,8 +11,8 @@ import pytest
 from mcp import Client
 from mcp.types import TextContent
 
-from pma_mcp.budget import WordEstimate
 from pma_mcp.config import Settings
+from pma_mcp.core.budget import WordEstimate
 from pma_mcp.server import build_server
 from tests import postgres
 from tests.conftest import PROJECT, FakeClock

@@ -12,8 +12,8 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
-from pma_mcp.errors import StorageBusy, StorageError, StorageUnavailable
-from pma_mcp.models import Scope
+from pma_mcp.core.errors import StorageBusyError, StorageError, StorageUnavailableError
+from pma_mcp.core.models import Scope
 from pma_mcp.store.postgres import url as urls
 from pma_mcp.store.postgres.index import WRITE_LOCK_CLASS
 from pma_mcp.store.postgres.schema import SCHEMA_VERSION
@@ -73,7 +73,7 @@ async def test_password_url_is_shown_without_its_password(
     finally:
         await store.close()
     unreachable = with_password("postgresql://postgres@127.0.0.1:1/pma")
-    with pytest.raises(StorageUnavailable) as caught:
+    with pytest.raises(StorageUnavailableError) as caught:
         await PostgresStore.open(unreachable)
     shown = "".join(traceback.format_exception(caught.value))
     assert SECRET not in shown and "could not be reached" in shown
@@ -162,7 +162,7 @@ async def test_connection_cut_mid_call_is_retryable_and_loses_nothing_acknowledg
         assert pids, "the insert never waited for the lock"
         for pid in pids:  # what a server restart does to the connection
             await holder.execute("SELECT pg_terminate_backend($1)", pid)
-        with pytest.raises(StorageUnavailable, match="could not be reached"):
+        with pytest.raises(StorageUnavailableError, match="could not be reached"):
             await pending
     finally:
         await holder.close()
@@ -206,7 +206,7 @@ async def test_lock_wait_past_the_timeout_is_busy(postgres_url: str, postgres_se
     try:
         holder = await _hold_namespace_lock(base, NS)
         try:
-            with pytest.raises(StorageBusy, match="busy"):
+            with pytest.raises(StorageBusyError, match="busy"):
                 await store.insert(mem("waits too long"))
         finally:
             await holder.close()

@@ -10,9 +10,9 @@ from dataclasses import replace
 
 import pytest
 
-from pma_mcp.config import Settings, Weights
-from pma_mcp.models import ScoreBreakdown
-from pma_mcp.scoring import relevance_rank
+from pma_mcp.config import Settings
+from pma_mcp.core.models import ScoreBreakdown
+from pma_mcp.core.scoring import Weights, relevance_rank
 from pma_mcp.service import MemoryService
 from tests.conftest import FakeClock
 

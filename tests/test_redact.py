@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import pytest
 
-from pma_mcp.redact import Redaction, redact, sanitize_for_storage, strip_private
+from pma_mcp.core.redact import Redaction, redact, sanitize_for_storage, strip_private
 
 LEAD = "While debugging the staging deploy I pasted this:"
 TRAIL = "Can you tell me why the health check still fails?"

@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from pma_mcp.budget import WordEstimate
 from pma_mcp.config import Settings
-from pma_mcp.redact import redact
+from pma_mcp.core.budget import WordEstimate
+from pma_mcp.core.redact import redact
 from pma_mcp.server import build_server
 from tests.conftest import PROJECT
 from tests.hostile import secret_corpus

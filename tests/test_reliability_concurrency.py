@@ -4,7 +4,7 @@ Three stdio servers (raw JSON-RPC `remember` calls), two chains of `stop` hook p
 (realistic Stop input, distinct replies ≥ 120 characters), two MemoryService writers and a
 CLI importer. Every write must be present, no caller may see "database is locked", the FTS
 index must agree with the table, and every memory must have its `created` lineage event.
-On PostgreSQL "database is locked" is StorageBusy's "busy": no caller may see it either.
+On PostgreSQL "database is locked" is StorageBusyError's "busy": no caller may see it either.
 benchmarks/stress.py runs the same scenario at 8 × 500.
 """
 

@@ -35,7 +35,7 @@ def special_paths(tmp_path: Path) -> dict[str, Path]:
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero", "directory"])
 def test_transcript_reader_skips_what_is_not_a_regular_file(tmp_path: Path, kind: str) -> None:
     path = special_paths(tmp_path)[kind]
-    code = ("import sys; from pma_mcp import transcript as t; "
+    code = ("import sys; from pma_mcp.hooks import transcript as t; "
             "p = sys.argv[1]; "
             "assert t.read_exchanges(p) == [], 'read_exchanges'; "
             "assert t.last_user_prompt(p) is None, 'last_user_prompt'; "

@@ -25,9 +25,10 @@ from hypothesis import strategies as st
 from mcp import Client, MCPError
 from mcp.types import TextContent
 
-from pma_mcp.budget import WordEstimate
-from pma_mcp.config import GLOBAL_NAMESPACE, Settings, canonical_namespace
-from pma_mcp.errors import InvalidInput, NotFound, PmaError
+from pma_mcp.config import Settings
+from pma_mcp.core.budget import WordEstimate
+from pma_mcp.core.errors import InvalidInputError, NotFoundError, PmaError
+from pma_mcp.core.namespaces import GLOBAL_NAMESPACE, canonical_namespace
 from pma_mcp.server import build_server
 from pma_mcp.service import MemoryService
 from tests import postgres
@@ -98,7 +99,7 @@ async def expect_hidden(call: Awaitable[Any], a_ids: set[str]) -> None:
     """The call must fail as not-found/invalid, or succeed on something that is not A's."""
     try:
         result = await call
-    except (NotFound, InvalidInput):
+    except (NotFoundError, InvalidInputError):
         return
     found = getattr(result, "id", None) or getattr(getattr(result, "memory", None), "id", None)
     found = found or getattr(result, "deleted_id", None)
@@ -126,7 +127,7 @@ async def check_isolation(store: Settings, a_ns: str, b_ns: str, a_specs: list[S
             assert added.memory.id not in a_ids
             assert added.memory.namespace == b.namespace
         before = {k: v for k, v in checks.row_dump(store).items() if k in a_ids}
-        lineage_before = [await a.repo.lineage(i) for i in sorted(a_ids)]
+        lineage_before = [await a.store.lineage(i) for i in sorted(a_ids)]
 
         for memory_id in a_ids:
             for key in (memory_id, memory_id[:prefix_len], memory_id.upper()):
@@ -166,8 +167,8 @@ async def check_isolation(store: Settings, a_ns: str, b_ns: str, a_specs: list[S
 
         after = {k: v for k, v in checks.row_dump(store).items() if k in a_ids}
         assert after == before, "a call from B changed A's memories"
-        assert [await a.repo.lineage(i) for i in sorted(a_ids)] == lineage_before
-        assert (await a.repo.check_consistency()).ok
+        assert [await a.store.lineage(i) for i in sorted(a_ids)] == lineage_before
+        assert (await a.store.check_consistency()).ok
     finally:
         await a.close()
         await b.close()

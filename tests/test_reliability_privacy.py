@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from pma_mcp.budget import WordEstimate
 from pma_mcp.config import Settings
-from pma_mcp.redact import redact
+from pma_mcp.core.budget import WordEstimate
+from pma_mcp.core.redact import redact
 from pma_mcp.service import MemoryService
 from tests.reliability import checks
 from tests.reliability.procs import (

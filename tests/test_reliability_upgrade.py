@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from pma_mcp.budget import WordEstimate
 from pma_mcp.config import Settings
+from pma_mcp.core.budget import WordEstimate
 from pma_mcp.service import MemoryService
 from pma_mcp.store.sqlite.schema import SCHEMA_VERSION
 from tests.fixtures.make_fixtures import (
@@ -66,7 +66,7 @@ async def test_fixture_migrates_forward_with_nothing_lost(tmp_path: Path, versio
     db = copy_of(version, tmp_path)
     settings = Settings(db_path=db, namespace=PROJECT)
     async with await MemoryService.open(settings, counter=WordEstimate()) as service:
-        assert await service.repo.schema_version() == SCHEMA_VERSION
+        assert await service.store.schema_version() == SCHEMA_VERSION
 
         rows = checks.row_dump(db)
         assert set(rows) == {m["id"] for m in FIXTURE_MEMORIES}
@@ -84,7 +84,7 @@ async def test_fixture_migrates_forward_with_nothing_lost(tmp_path: Path, versio
         assert [m.id for m in related.memories] == [FIXTURE_MEMORIES[0]["id"]]
 
         for expected in FIXTURE_MEMORIES:
-            events = [e.event for e in await service.repo.lineage(expected["id"])]
+            events = [e.event for e in await service.store.lineage(expected["id"])]
             assert events[0] == "created"
         assert [e.event for e in await service.lineage_of(DELETED_ID)] == ["created", "deleted"]
         if version >= 2:
@@ -94,7 +94,7 @@ async def test_fixture_migrates_forward_with_nothing_lost(tmp_path: Path, versio
         found = await service.search("bilby", touch=False)
         assert [r.memory.id for r in found] == [added.memory.id]
         assert (await sqlite_store(service).term_stats([])).total_docs == len(FIXTURE_MEMORIES) + 1
-        result = await service.repo.check_consistency()
+        result = await service.store.check_consistency()
         assert result.ok, result
     assert checks.integrity(db) == "ok"
 

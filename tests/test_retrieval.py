@@ -6,11 +6,10 @@ import math
 
 import pytest
 
-from pma_mcp import bm25, lexicon
 from pma_mcp.config import Settings
+from pma_mcp.core.text import bm25, lexicon, relevance
 from pma_mcp.service import MemoryService
-from pma_mcp.store import lexical
-from pma_mcp.store.sqlite.repository import match_expression
+from pma_mcp.store.sqlite.store import match_expression
 
 
 @pytest.fixture
@@ -31,7 +30,7 @@ async def test_fts_syntax_in_queries_never_errors(service: MemoryService, query:
     query = query.replace("\u0000", "")
     results = await service.search(query)
     assert isinstance(results, list)
-    assert await service.repo.count() == 1
+    assert await service.store.count() == 1
 
 
 def test_query_words_drop_stopwords_and_punctuation() -> None:
@@ -71,7 +70,7 @@ async def test_porter_stemming_matches_word_forms(service: MemoryService) -> Non
 
 
 def test_stems_are_deduplicated_in_the_query() -> None:
-    assert lexical.query_terms("run running runs") == {"run": "run"}
+    assert relevance.query_terms("run running runs") == {"run": "run"}
 
 
 async def test_non_matching_memories_are_not_returned_for_a_query(
@@ -96,11 +95,11 @@ async def test_similarity_is_in_unit_interval_and_ordered_like_bm25(
 
 
 def test_similarity_map() -> None:
-    assert lexical.similarity(0.0, 5.0) == 0.0
-    assert lexical.similarity(5.0, 0.0) == 0.0
-    assert lexical.similarity(5.0, 5.0) == pytest.approx(0.9)
-    assert lexical.similarity(2.5, 5.0) == pytest.approx(1 - 0.1**0.5)
-    assert lexical.similarity(1e9, 1.0) <= 1.0
+    assert relevance.similarity(0.0, 5.0) == 0.0
+    assert relevance.similarity(5.0, 0.0) == 0.0
+    assert relevance.similarity(5.0, 5.0) == pytest.approx(0.9)
+    assert relevance.similarity(2.5, 5.0) == pytest.approx(1 - 0.1**0.5)
+    assert relevance.similarity(1e9, 1.0) <= 1.0
 
 
 def test_idf_formula() -> None:
@@ -134,7 +133,7 @@ async def test_breakdown_is_truthful(service: MemoryService) -> None:
 
 
 def test_common_terms_leave_the_match_only_while_rarer_ones_exist() -> None:
-    from pma_mcp.store.base import TermStats
+    from pma_mcp.core.text.relevance import TermStats
 
     stats = TermStats(
         total_docs=100_000,
@@ -142,11 +141,11 @@ def test_common_terms_leave_the_match_only_while_rarer_ones_exist() -> None:
         content_freq={"rare": 10, "mid": 1_000, "wide": 1_500, "common": 9_000},
     )
     # rare and mid fit everywhere; wide only in own text; common not at all
-    assert lexical.within_budget(["common", "rare", "wide", "mid"], stats) == (
+    assert relevance.within_budget(["common", "rare", "wide", "mid"], stats) == (
         ["rare", "mid"], ["wide"])
-    assert lexical.within_budget(["common"], stats) == ([], ["common"])
+    assert relevance.within_budget(["common"], stats) == ([], ["common"])
     small = TermStats(total_docs=500, doc_freq={"a": 400, "b": 300})
-    assert lexical.within_budget(["a", "b"], small) == (["a", "b"], [])
+    assert relevance.within_budget(["a", "b"], small) == (["a", "b"], [])
 
 
 async def test_similarity_counts_every_query_term_even_when_one_is_not_searched(
@@ -156,10 +155,10 @@ async def test_similarity_counts_every_query_term_even_when_one_is_not_searched(
     for i in range(5):
         await service.add(f"station announcement number {i}")
     full = (await service.search("zebra station"))[0].breakdown.semantic_similarity
-    monkeypatch.setattr(lexical, "ROW_BUDGET", 1)
-    terms = lexical.query_terms("zebra station")
-    index = lexical.term_stats(6, {"zebra": 1, "station": 6})
-    assert lexical.within_budget(list(terms), index) == ([], ["zebra"])
+    monkeypatch.setattr(relevance, "ROW_BUDGET", 1)
+    terms = relevance.query_terms("zebra station")
+    index = relevance.term_stats(6, {"zebra": 1, "station": 6})
+    assert relevance.within_budget(list(terms), index) == ([], ["zebra"])
     pruned = (await service.search("zebra station"))[0]
     assert pruned.memory.content == "zebra crossing near the station"
     assert pruned.breakdown.semantic_similarity < full
@@ -185,7 +184,7 @@ async def test_context_follows_deletes_and_stays_consistent(service: MemoryServi
     assert b.id in [r.memory.id for r in await service.search("zebras")]
     await service.delete(a.id)
     assert b.id not in [r.memory.id for r in await service.search("zebras")]
-    assert (await service.repo.check_consistency()).ok
+    assert (await service.store.check_consistency()).ok
 
 
 async def test_naming_the_speaker_boosts_their_turns(service: MemoryService) -> None:

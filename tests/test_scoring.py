@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from pma_mcp.config import Settings, Weights
-from pma_mcp.errors import ConfigError
-from pma_mcp.models import Memory, MemoryType
-from pma_mcp.scoring import access_frequency, breakdown, recency
+from pma_mcp.config import Settings
+from pma_mcp.core.errors import ConfigError
+from pma_mcp.core.models import Memory, MemoryType
+from pma_mcp.core.scoring import Weights, access_frequency, breakdown, recency
 
 T0 = 1_800_000_000.0
 

@@ -21,9 +21,11 @@ from mcp import Client, MCPError
 from mcp.server import MCPServer
 from mcp.types import CallToolResult, TextContent, TextResourceContents, Tool
 
-from pma_mcp.budget import WordEstimate
-from pma_mcp.config import GLOBAL_NAMESPACE, Settings
-from pma_mcp.server import INSTRUCTIONS, banner, build_server, main
+from pma_mcp.config import Settings
+from pma_mcp.core.budget import WordEstimate
+from pma_mcp.core.namespaces import GLOBAL_NAMESPACE
+from pma_mcp.server import build_server, main
+from pma_mcp.server.mcp import INSTRUCTIONS, banner
 from pma_mcp.service import MemoryService
 from tests.conftest import PROJECT, FakeClock
 
@@ -456,7 +458,7 @@ async def test_parallel_reads_writes_and_gc_leave_a_consistent_store(
             tg.start_soon(ok, client, "memory_stats")
         assert (await ok(client, "memory_stats"))["total"] == 6 - 1 + 12
     async with await MemoryService.open(settings, counter=WordEstimate()) as service:
-        assert (await service.repo.check_consistency()).ok
+        assert (await service.store.check_consistency()).ok
 
 
 # --------------------------------------------------------- resources and prompts

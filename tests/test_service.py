@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from pma_mcp.budget import WordEstimate
 from pma_mcp.config import Settings
-from pma_mcp.errors import Ambiguous, InvalidInput, NotFound
-from pma_mcp.models import MemoryType
+from pma_mcp.core.budget import WordEstimate
+from pma_mcp.core.errors import AmbiguousError, InvalidInputError, NotFoundError
+from pma_mcp.core.models import MemoryType
 from pma_mcp.service import MemoryService
 from pma_mcp.store.sqlite.schema import SCHEMA_VERSION
 from tests.conftest import PROJECT, FakeClock
@@ -46,8 +46,8 @@ async def test_exact_duplicate_is_reinforced_not_stored_twice(service: MemorySer
     again = await service.add("The deploy script lives in ops/deploy.sh  ")
     assert again.deduplicated and again.memory.id == first.memory.id
     assert again.memory.access_count == 1
-    assert await service.repo.count(PROJECT) == 1
-    events = [e.event for e in await service.repo.lineage(first.memory.id)]
+    assert await service.store.count(PROJECT) == 1
+    events = [e.event for e in await service.store.lineage(first.memory.id)]
     assert events == ["created", "accessed"]
 
 
@@ -93,14 +93,14 @@ async def test_invalid_input_names_the_field_and_writes_nothing(
 ) -> None:
     args: dict[str, object] = {"content": "valid content"} | kwargs
     content = args.pop("content")
-    with pytest.raises(InvalidInput) as err:
+    with pytest.raises(InvalidInputError) as err:
         await service.add(content, **args)  # type: ignore[arg-type]
     assert err.value.field == field
-    assert await service.repo.count() == 0
+    assert await service.store.count() == 0
 
 
 async def test_unknown_tier_is_never_coerced(service: MemoryService) -> None:
-    with pytest.raises(InvalidInput, match="working, episodic, semantic, archived"):
+    with pytest.raises(InvalidInputError, match="working, episodic, semantic, archived"):
         await service.add("x", memory_type="long-term")
 
 
@@ -112,7 +112,7 @@ async def test_supersedes_archives_the_old_memory_and_links_it(service: MemorySe
     assert stored_old.superseded_by == new.id
     results = await service.search("API port")
     assert [r.memory.id for r in results] == [new.id]
-    events = await service.repo.lineage(old.id)
+    events = await service.store.lineage(old.id)
     assert events[-1].event == "supersede" and new.id in events[-1].reason
 
 
@@ -120,7 +120,7 @@ async def test_delete_by_unique_prefix(service: MemoryService) -> None:
     m = (await service.add("Temporary note")).memory
     result = await service.delete(m.id[:6])
     assert result.deleted_id == m.id and result.content_preview == "Temporary note"
-    with pytest.raises(NotFound):
+    with pytest.raises(NotFoundError):
         await service.get(m.id)
 
 
@@ -132,22 +132,22 @@ async def test_ambiguous_prefix_lists_candidates_and_deletes_nothing(
     b = (await service.add("second")).memory
     await _set_id(service, a.id, "abcdef01" + "0" * 24)
     await _set_id(service, b.id, "abcdef02" + "0" * 24)
-    with pytest.raises(Ambiguous) as err:
+    with pytest.raises(AmbiguousError) as err:
         await service.delete("abcdef")
     assert set(err.value.candidates) == {"abcdef01" + "0" * 24, "abcdef02" + "0" * 24}
-    assert await service.repo.count() == 2
+    assert await service.store.count() == 2
     assert (await service.delete("abcdef01")).deleted_id.startswith("abcdef01")
 
 
 async def test_prefix_never_reaches_another_namespace(service: MemoryService) -> None:
     other = (await service.add("secret of another project", namespace="/other")).memory
-    with pytest.raises(NotFound):
+    with pytest.raises(NotFoundError):
         await service.delete(other.id[:8])
-    with pytest.raises(NotFound):
+    with pytest.raises(NotFoundError):
         await service.delete(other.id)
-    with pytest.raises(NotFound):
+    with pytest.raises(NotFoundError):
         await service.inspect(other.id)
-    assert await service.repo.count("/other") == 1
+    assert await service.store.count("/other") == 1
 
 
 async def test_global_namespace_memories_are_visible_and_deletable_from_a_project(
@@ -163,7 +163,7 @@ async def test_global_namespace_memories_are_visible_and_deletable_from_a_projec
 
 @pytest.mark.parametrize("bad", ["abc", "zzzzzzzz", "", 12345678, None])
 async def test_malformed_ids_are_refused(service: MemoryService, bad: object) -> None:
-    with pytest.raises(InvalidInput, match="memory_id"):
+    with pytest.raises(InvalidInputError, match="memory_id"):
         await service.delete(bad)
 
 
@@ -188,9 +188,9 @@ async def test_min_score_and_limit(service: MemoryService) -> None:
     assert [r.memory.content for r in high] == ["Redis caches sessions"]
     assert len(await service.search("redis", limit=1)) == 1
     for bad in (0, 51, "5", 2.5):
-        with pytest.raises(InvalidInput, match="limit"):
+        with pytest.raises(InvalidInputError, match="limit"):
             await service.search("redis", limit=bad)
-    with pytest.raises(InvalidInput, match="min_score"):
+    with pytest.raises(InvalidInputError, match="min_score"):
         await service.search("redis", min_score=1.5)
 
 
@@ -204,7 +204,7 @@ async def test_recall_bumps_access_and_records_one_coalesced_lineage_row(
     stored = await service.get(m.id)
     assert stored.access_count == 3
     assert stored.accessed_at.timestamp() == clock.now
-    events = await service.repo.lineage(m.id)
+    events = await service.store.lineage(m.id)
     assert [e.event for e in events] == ["created", "accessed"]
     assert events[1].count == 3 and events[1].last_at is not None
     assert events[1].last_at.timestamp() == clock.now
@@ -241,7 +241,7 @@ async def test_lineage_survives_deletion_and_reopening(
     async with await MemoryService.open(settings, clock=clock, counter=WordEstimate()) as svc:
         events = await svc.lineage_of(m.id)
         assert [e.event for e in events] == ["created", "accessed", "deleted"]
-        with pytest.raises(NotFound):
+        with pytest.raises(NotFoundError):
             await svc.lineage_of(m.id, namespace="/elsewhere")
 
 
@@ -251,7 +251,7 @@ async def test_database_file_is_private_and_schema_is_current(
 ) -> None:
     await service.add("private text")
     assert stat.S_IMODE(os.stat(db_path).st_mode) == 0o600
-    assert await service.repo.schema_version() == SCHEMA_VERSION
+    assert await service.store.schema_version() == SCHEMA_VERSION
 
 
 async def test_in_memory_storage_runs_the_same_code(clock: FakeClock) -> None:
@@ -311,7 +311,7 @@ async def test_index_stays_consistent(service: MemoryService) -> None:
            for i in range(20)]
     for memory_id in ids[::3]:
         await service.delete(memory_id)
-    report = await service.repo.check_consistency()
+    report = await service.store.check_consistency()
     assert report.ok and report.memories == report.fts_rows == 13
 
 
@@ -331,8 +331,8 @@ async def test_concurrent_calls_on_one_service_do_not_nest_transactions(
         *(service.search("parallel fact") for _ in range(10)),
     )
     assert len(results) == 30
-    assert await service.repo.count() == 20
-    assert (await service.repo.check_consistency()).ok
+    assert await service.store.count() == 20
+    assert (await service.store.check_consistency()).ok
 
 
 async def test_storing_a_superseded_text_again_makes_it_current_and_supersedes(

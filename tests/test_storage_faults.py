@@ -26,10 +26,10 @@ import pytest
 from mcp import Client
 from mcp.types import CallToolResult, TextContent
 
-from pma_mcp import repair
-from pma_mcp.budget import WordEstimate
+from pma_mcp.admin import repair
 from pma_mcp.config import Settings
-from pma_mcp.errors import DatabaseDamagedError, InvalidInput
+from pma_mcp.core.budget import WordEstimate
+from pma_mcp.core.errors import DatabaseDamagedError, InvalidInputError
 from pma_mcp.server import build_server
 from pma_mcp.service import MemoryService
 from pma_mcp.store.sqlite import db
@@ -254,8 +254,8 @@ async def test_repair_salvages_every_readable_row(
     async with await MemoryService.open(Settings(db_path=damaged, namespace=PROJECT),
                                         counter=WordEstimate()) as svc:
         assert await svc.count() == done.memories_saved
-        assert (await svc.repo.check_consistency()).ok
-        assert (await svc.repo.integrity_check()) == "ok"
+        assert (await svc.store.check_consistency()).ok
+        assert (await svc.store.integrity_check()) == "ok"
         found = await svc.search("export job retries", limit=5)
         assert found
 
@@ -284,7 +284,7 @@ async def test_import_of_out_of_range_values_names_record_and_field(
     good = {"id": uuid.uuid4().hex, "content": "a fine record", "token_count": 3,
             "namespace": PROJECT, "created_at": 1_800_000_000}
     bad = {**good, "id": uuid.uuid4().hex, "content": "the bad one", field: value}
-    with pytest.raises(InvalidInput) as caught:
+    with pytest.raises(InvalidInputError) as caught:
         await service.import_document({"memories": [good, bad]})
     assert str(caught.value).startswith(f"record 2, field '{field}':"), str(caught.value)
     assert needle in str(caught.value)

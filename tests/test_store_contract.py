@@ -16,20 +16,22 @@ from pathlib import Path
 
 import pytest
 
-from pma_mcp import collector, scoring
-from pma_mcp.config import Settings, Weights
-from pma_mcp.errors import InvalidInput, NotFound, StorageError
-from pma_mcp.models import (
+from pma_mcp.config import Settings
+from pma_mcp.core import collector, scoring
+from pma_mcp.core.errors import InvalidInputError, NotFoundError, StorageError
+from pma_mcp.core.models import (
     Browse,
     GCDecision,
     Memory,
     MemoryType,
     Scope,
     ScoreBreakdown,
+    content_hash,
     to_datetime,
 )
-from pma_mcp.store import Store, analysis, open_store
-from pma_mcp.transfer import content_hash
+from pma_mcp.core.scoring import Weights
+from pma_mcp.core.text import analysis
+from pma_mcp.store import Store, open_store
 from tests.backends import BACKENDS
 
 NOW = 1_800_000_000.0
@@ -145,10 +147,10 @@ async def test_edit_keeps_id_and_refuses_stale_or_clashing(store: Store) -> None
     assert not await store.lexical_candidates("zeppelin", Scope(namespaces=(NS,)), 10)
     with pytest.raises(StorageError, match="changed by another writer"):
         await store.edit(a, mem("something else"), NOW + 2, "stale")
-    with pytest.raises(InvalidInput, match="already stored"):
+    with pytest.raises(InvalidInputError, match="already stored"):
         await store.edit(edited, mem("deployment finished fine"), NOW + 2, "clash")
     await store.delete(b, NOW + 3, "gone")
-    with pytest.raises(NotFound):
+    with pytest.raises(NotFoundError):
         await store.edit(b, mem("x y z"), NOW + 4, "deleted")
     assert "edited" in [e.event for e in await store.lineage(a.id)]
     await consistent(store)

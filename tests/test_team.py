@@ -23,10 +23,11 @@ import pytest
 from mcp import Client
 
 from pma_mcp import gitconfig
-from pma_mcp.budget import WordEstimate
-from pma_mcp.config import GLOBAL_NAMESPACE, Settings, namespace_allowed
-from pma_mcp.errors import ConfigError, InvalidInput
-from pma_mcp.models import ImportItem
+from pma_mcp.config import Settings, namespace_allowed
+from pma_mcp.core.budget import WordEstimate
+from pma_mcp.core.errors import ConfigError, InvalidInputError
+from pma_mcp.core.models import ImportItem
+from pma_mcp.core.namespaces import GLOBAL_NAMESPACE
 from pma_mcp.server import build_server
 from pma_mcp.service import MemoryService
 from pma_mcp.store.sqlite.schema import SCHEMA_VERSION
@@ -279,7 +280,7 @@ async def test_an_imported_record_keeps_its_author_and_a_bad_one_is_refused(
                                "Old export, no author field": "me@acme.example",
                                "Unknown author": None}
             bad = dict(doc["memories"][0], id="ef" * 16, content="x", author="a\x1b[31mb")
-            with pytest.raises(InvalidInput, match="author"):
+            with pytest.raises(InvalidInputError, match="author"):
                 await copy.import_document([bad])
 
 
@@ -322,7 +323,7 @@ async def test_path_namespace_memories_fold_into_the_git_namespace_on_first_open
         found = await service.search("wombat", touch=False)
         assert [r.memory.id for r in found] == [kept.memory.id]
         assert found[0].memory.namespace == NS and found[0].memory.tags == ["ops"]
-        assert (await service.repo.check_consistency()).ok
+        assert (await service.store.check_consistency()).ok
     async with await MemoryService.open(settings, counter=WordEstimate()) as service:
         assert await service.count() == 2  # a second open has nothing left to fold
 
@@ -453,13 +454,13 @@ async def test_a_v10_store_upgrades_with_every_author_unknown(tmp_path: Path) ->
     shutil.copyfile(path_for(10), db)
     settings = Settings(db_path=db, namespace=FIXTURE_MEMORIES[0]["namespace"], author="me")
     async with await MemoryService.open(settings, counter=WordEstimate()) as service:
-        assert await service.repo.schema_version() == SCHEMA_VERSION
+        assert await service.store.schema_version() == SCHEMA_VERSION
         old = await service.get(FIXTURE_MEMORIES[0]["id"])
         assert (old.author, old.shown_author) == (None, "unknown")
         new = await service.add("Written after the upgrade (marker bilby)")
         assert new.memory.author == "me"
         assert (await service.get(new.memory.id)).author == "me"
-    from pma_mcp import hooks
+    from pma_mcp.hooks import handlers as hooks
     assert "by unknown" in hooks._entry(old, "")
 
 
@@ -469,7 +470,7 @@ async def test_the_v11_fixture_keeps_its_authors(tmp_path: Path) -> None:
     settings = Settings(db_path=db, namespace=FIXTURE_MEMORIES[0]["namespace"])
     async with await MemoryService.open(settings, counter=WordEstimate()) as service:
         for expected in FIXTURE_MEMORIES:
-            memory = await service.repo.get(expected["id"])
+            memory = await service.store.get(expected["id"])
             assert memory is not None and memory.author == expected.get("author")
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pma_mcp.transcript import Exchange, last_exchange, last_user_prompt, read_exchanges
+from pma_mcp.hooks.transcript import Exchange, last_exchange, last_user_prompt, read_exchanges
 
 SESSION = "7d3f2b10-5c6e-4e2a-8f41-9b0c1d2e3f40"
 _COMMON: dict[str, Any] = {

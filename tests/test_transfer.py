@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from pma_mcp.budget import WordEstimate
 from pma_mcp.config import Settings
-from pma_mcp.errors import InvalidInput, StorageError
-from pma_mcp.models import MemoryType
+from pma_mcp.core.budget import WordEstimate
+from pma_mcp.core.errors import InvalidInputError, StorageError
+from pma_mcp.core.models import MemoryType
 from pma_mcp.service import MemoryService
 from tests.conftest import FakeClock
 
@@ -34,7 +34,7 @@ async def test_export_import_export_is_lossless(
         assert (report.imported, report.skipped) == (3, 0)
         second = await copy.export()
         assert second["memories"] == first["memories"]
-        assert (await copy.repo.check_consistency()).ok
+        assert (await copy.store.check_consistency()).ok
         again = await copy.import_document(first, skip_existing=True)
         assert (again.imported, again.skipped) == (0, 3)
         with pytest.raises(StorageError, match="skip-existing"):
@@ -64,16 +64,16 @@ async def test_a_bad_record_refuses_the_whole_file(
     await service.add("seed record")
     doc = await service.export()
     record = dict(doc["memories"][0], id="e" * 32, content="first")
-    with pytest.raises(InvalidInput) as err:
+    with pytest.raises(InvalidInputError) as err:
         await service.import_document(bad(record, **changes), namespace="/fresh")
     assert message in str(err.value)
-    assert await service.repo.count("/fresh") == 0
+    assert await service.store.count("/fresh") == 0
 
 
 @pytest.mark.parametrize("doc", [42, "text", {"memories": "x"}, {"format": "other"},
                                  {"format": "pma-mcp-export", "version": 9, "memories": []}])
 async def test_malformed_documents_are_refused(service: MemoryService, doc: object) -> None:
-    with pytest.raises(InvalidInput):
+    with pytest.raises(InvalidInputError):
         await service.import_document(doc)
 
 
@@ -99,6 +99,6 @@ async def test_seed_from_project_docs_is_idempotent(
     setup = next(r.memory for r in added if r.memory.metadata["section"] == "Acme API > Setup")
     assert "not a heading inside a fence" in setup.content
     assert (await service.seed_from_project(project)).added == []
-    assert await service.repo.count() == 4
-    with pytest.raises(InvalidInput, match="not a directory"):
+    assert await service.store.count() == 4
+    with pytest.raises(InvalidInputError, match="not a directory"):
         await service.seed_from_project(tmp_path / "missing")

@@ -151,7 +151,7 @@ def test_gc_preview_then_apply(page: Page, server: Running, ids: dict[str, str])
 def _recall_result(db: Path, query: str) -> dict[str, object]:
     """recall's structuredContent for `query` over the store, as the MCP server returns it."""
     from pma_mcp.config import Settings
-    from pma_mcp.schemas import RecallResult
+    from pma_mcp.server.outputs import RecallResult
     from pma_mcp.service import MemoryService
 
     async def run() -> dict[str, object]:
@@ -180,8 +180,8 @@ def test_mcp_app_view_renders_a_recall_result_as_text(
     browser: Browser, store: tuple[Path, dict[str, str]]
 ) -> None:
     """The ui:// document in a sandboxed iframe, fed a real recall result as a host would."""
-    from pma_mcp.config import Weights
-    from pma_mcp.ui.mcp_app import document
+    from pma_mcp.core.scoring import Weights
+    from pma_mcp.server.mcp_app import document
 
     result = _recall_result(store[0], "pasted chat click SQLite")
     context = browser.new_context(viewport={"width": 920, "height": 580})

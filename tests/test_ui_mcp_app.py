@@ -10,7 +10,7 @@ from mcp.server import MCPServer
 from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID
 from mcp.types import TextContent, TextResourceContents
 
-from pma_mcp.ui.mcp_app import APP_URI
+from pma_mcp.server.mcp_app import APP_URI
 from tests.test_server import Mode, app, connect, mode, ok, remember, schemas
 
 __all__ = ["app", "mode"]  # fixtures shared with test_server

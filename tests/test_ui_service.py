@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from pma_mcp.errors import InvalidInput
-from pma_mcp.models import Browse, MemoryType
-from pma_mcp.service import CHART_PERIODS, MemoryService
+from pma_mcp.core.errors import InvalidInputError
+from pma_mcp.core.models import Browse, MemoryType
+from pma_mcp.service import MemoryService
+from pma_mcp.service.facade import CHART_PERIODS
 from tests.conftest import PROJECT, T0, FakeClock
 
 DAY = 86_400.0
@@ -58,7 +59,7 @@ async def test_keyset_pages_cover_the_namespace_once(
             break
         before = page.next_before
     assert seen == ids[::-1]
-    with pytest.raises(InvalidInput):
+    with pytest.raises(InvalidInputError):
         await service.browse(Browse(namespace=PROJECT), limit=0)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from mcp.server import MCPServer
 
-from pma_mcp.errors import InvalidInput
+from pma_mcp.core.errors import InvalidInputError
 from pma_mcp.service import MemoryService
 from tests.conftest import PROJECT, FakeClock
 from tests.test_cli import cli, cli_env
@@ -39,7 +39,7 @@ async def test_edited_content_is_found_by_new_words_not_old(service: MemoryServi
     assert done.memory.token_count == service.counter.count(NEW) != memory.token_count
     assert await ids(service, "idempotency callbacks") == [memory.id]
     assert await ids(service, "webhooks backoff") == []
-    consistency = await service.repo.check_consistency()
+    consistency = await service.store.check_consistency()
     assert consistency.ok, consistency  # FTS row and term_df moved with the content
 
 
@@ -51,7 +51,7 @@ async def test_lineage_records_old_and_new_values(
     done = await service.update(memory.id[:8], importance=0.9, memory_type="semantic",
                                 tags=["b", "c"], metadata={"source": "review"})
     assert done.changed == ["importance", "memory_type", "tags", "metadata"]
-    event = (await service.repo.lineage(memory.id))[-1]
+    event = (await service.store.lineage(memory.id))[-1]
     assert event.event == "edited"
     assert event.at.timestamp() == clock.now
     assert (event.from_tier, event.to_tier) == ("episodic", "semantic")
@@ -67,7 +67,7 @@ async def test_lineage_records_old_and_new_values(
 async def test_old_content_is_not_copied_into_lineage(service: MemoryService) -> None:
     memory = (await service.add("the staging password is hunter2-swordfish")).memory
     await service.update(memory.id, content="the staging password lives in the vault")
-    reasons = " ".join(e.reason for e in await service.repo.lineage(memory.id))
+    reasons = " ".join(e.reason for e in await service.store.lineage(memory.id))
     assert "hunter2" not in reasons and "tokens" in reasons
 
 
@@ -76,7 +76,7 @@ async def test_same_edit_twice_changes_nothing_the_second_time(service: MemorySe
     first = await service.update(memory.id, importance=0.8)
     second = await service.update(memory.id, importance=0.8)
     assert first.changed == ["importance"] and second.changed == []
-    assert [e.event for e in await service.repo.lineage(memory.id)] == ["created", "edited"]
+    assert [e.event for e in await service.store.lineage(memory.id)] == ["created", "edited"]
 
 
 async def test_edited_content_is_redacted_before_it_is_stored(service: MemoryService) -> None:
@@ -92,7 +92,7 @@ async def test_edited_content_is_redacted_before_it_is_stored(service: MemorySer
     finally:
         conn.close()
     assert token not in dump and "home address" not in dump
-    with pytest.raises(InvalidInput, match="private"):
+    with pytest.raises(InvalidInputError, match="private"):
         await service.update(memory.id, content="<private>only this</private>")
 
 
@@ -113,17 +113,17 @@ async def test_bad_edits_are_refused_and_change_nothing(
     service: MemoryService, kwargs: dict[str, Any], field: str
 ) -> None:
     memory = (await service.add(OLD)).memory
-    with pytest.raises(InvalidInput) as err:
+    with pytest.raises(InvalidInputError) as err:
         await service.update(memory.id, **kwargs)
     assert err.value.field == field
     assert await service.get(memory.id) == memory
-    assert [e.event for e in await service.repo.lineage(memory.id)] == ["created"]
+    assert [e.event for e in await service.store.lineage(memory.id)] == ["created"]
 
 
 async def test_content_of_another_memory_is_refused(service: MemoryService) -> None:
     first = (await service.add(OLD)).memory
     second = (await service.add(NEW)).memory
-    with pytest.raises(InvalidInput, match=first.id):
+    with pytest.raises(InvalidInputError, match=first.id):
         await service.update(second.id, content=OLD)
     assert (await service.get(second.id)).content == NEW
 
@@ -140,7 +140,7 @@ async def test_edit_refreshes_session_neighbours_context(service: MemoryService)
     before = (await service.add("we chose the zeppelin queue", session_id="s1")).memory
     after = (await service.add("deployment finished fine", session_id="s1")).memory
     await service.update(before.id, content="we chose the kestrel queue")
-    consistency = await service.repo.check_consistency()
+    consistency = await service.store.check_consistency()
     assert consistency.ok
     conn = sqlite3.connect(service.settings.database)
     try:

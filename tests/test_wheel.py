@@ -53,7 +53,7 @@ def test_wheel_holds_only_the_package(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     outside = [n for n in names if not n.startswith(("pma_mcp/", "pma_mcp-"))]
     assert not outside, outside
-    assert "pma_mcp/server.py" in names and "pma_mcp/hooks.json" in names
+    assert "pma_mcp/server/mcp.py" in names and "pma_mcp/hooks.json" in names
     assert not any(n.startswith(("pma_mcp/tests", "tests/", "benchmarks/")) for n in names)
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names), names
 

@@ -21,8 +21,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from pma_mcp.budget import WordEstimate
 from pma_mcp.config import Settings
+from pma_mcp.core.budget import WordEstimate
 from pma_mcp.service import MemoryService
 
 PROJECT = "/home/dev/acme-api"

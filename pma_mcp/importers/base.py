@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pma_mcp.errors import InvalidInput
-from pma_mcp.models import ImportItem
-from pma_mcp.validation import MAX_LABEL_CHARS, MAX_LABELS
+from pma_mcp.core.errors import InvalidInputError
+from pma_mcp.core.models import ImportItem
+from pma_mcp.core.validation import MAX_LABEL_CHARS, MAX_LABELS
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -38,7 +38,7 @@ class Reader:
     expects: str
 
 
-class FormatError(InvalidInput):
+class FormatError(InvalidInputError):
     """The input is not what the named format reads; nothing was imported."""
 
     def __init__(self, fmt: str, path: Path, expects: str, why: str) -> None:

@@ -14,23 +14,24 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pma_mcp import seeding
+from pma_mcp.core.models import ImportItem, MemoryType
+from pma_mcp.importers import project_docs
 from pma_mcp.importers.base import FormatError, Reader, Source, labels, mtime
-from pma_mcp.models import ImportItem, MemoryType
 
 NAME = "claude-code"
 EXPECTS = ("a Claude Code project directory (with CLAUDE.md, .claude/rules/*.md or auto-memory "
            "files under ~/.claude/projects/<project>/memory/), a memory folder or a .md file")
 PROJECT_FILES = ("CLAUDE.md", ".claude/CLAUDE.md", "CLAUDE.local.md")
 RULES_GLOB = ".claude/rules/*.md"
-MAX_FILE_BYTES = seeding.MAX_FILE_BYTES
+MAX_FILE_BYTES = project_docs.MAX_FILE_BYTES
 IMPORTANCE = {"instructions": 0.7, "rules": 0.7, "auto-memory": 0.6}
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(?P<body>.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _FIELD = re.compile(r"^(?P<key>[A-Za-z_][\w-]*):[ \t]*(?P<value>.*?)[ \t]*$")
 
 
 def memory_dir(claude_home: Path, project: Path) -> Path:
-    """Where Claude Code keeps a project's auto memory (INTEGRATION.md §2's folder name)."""
+    """Where Claude Code keeps a project's auto memory: a folder named after the project's
+    path with every character but letters and digits as `-`."""
     return claude_home / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(project)) / "memory"
 
 
@@ -75,7 +76,7 @@ def _items(kind: str, file: Path, namespace: str) -> list[ImportItem]:
     when = mtime(file)
     extra = {k: v for k, v in front.items() if k in ("name", "description", "type")}
     items = []
-    for number, section in enumerate(seeding.split_sections(body, file.name)):
+    for number, section in enumerate(project_docs.split_sections(body, file.name)):
         items.append(ImportItem(
             key=f"{NAME}\0{file}\0{number}\0{section.text}",
             content=section.text,

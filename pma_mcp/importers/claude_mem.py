@@ -23,9 +23,9 @@ from pathlib import Path, PurePath
 from typing import Any
 from urllib.parse import quote
 
-from pma_mcp.config import GLOBAL_NAMESPACE
+from pma_mcp.core.models import ImportItem, MemoryType
+from pma_mcp.core.namespaces import GLOBAL_NAMESPACE
 from pma_mcp.importers.base import FormatError, Reader, Source, epoch, json_list, labels
-from pma_mcp.models import ImportItem, MemoryType
 
 NAME = "claude-mem"
 EXPECTS = ("a claude-mem SQLite database (~/.claude-mem/claude-mem.db, with observations or "

@@ -16,8 +16,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pma_mcp.core.models import ImportItem, MemoryType
 from pma_mcp.importers.base import FormatError, Reader, Source, labels, mtime
-from pma_mcp.models import ImportItem, MemoryType
 
 NAME = "mcp-memory"
 EXPECTS = ("a @modelcontextprotocol/server-memory file (JSON Lines of {\"type\": \"entity\"} "

@@ -22,8 +22,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from pma_mcp.core.models import ImportItem, MemoryType
 from pma_mcp.importers.base import FormatError, Reader, Source, epoch, labels
-from pma_mcp.models import ImportItem, MemoryType
 
 NAME = "mem0"
 EXPECTS = ("an OpenMemory export (the backup zip, its memories.json or memories.jsonl.gz) or a "

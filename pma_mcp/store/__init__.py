@@ -11,8 +11,9 @@ import logging
 import time
 from collections.abc import Mapping
 
-from pma_mcp.config import Settings, uncanonical_namespaces
-from pma_mcp.errors import StorageError
+from pma_mcp.config import Settings
+from pma_mcp.core.errors import StorageError
+from pma_mcp.core.namespaces import uncanonical_namespaces
 from pma_mcp.store.base import Candidate, Consistency, GCBatching, Store
 
 __all__ = ["Candidate", "Consistency", "GCBatching", "Store", "fold_namespaces", "open_store"]
@@ -24,7 +25,7 @@ async def open_store(settings: Settings, *, busy_timeout_ms: int | None = None) 
     """Open (creating and migrating if needed) the store `settings` name, with namespaces
     stored under another spelling of a path folded into the canonical one.
 
-    `busy_timeout_ms`: how long a write waits for another writer before StorageBusy.
+    `busy_timeout_ms`: how long a write waits for another writer before StorageBusyError.
     """
     store = await _open(settings, busy_timeout_ms)
     try:
@@ -45,7 +46,7 @@ async def _open(settings: Settings, busy_timeout_ms: int | None) -> Store:
         store: Store = await PostgresStore.open(settings.database_url,
                                                 busy_timeout_ms=busy_timeout_ms)
         return store
-    from pma_mcp.store.sqlite.repository import SQLiteStore
+    from pma_mcp.store.sqlite.store import SQLiteStore
 
     if busy_timeout_ms is None:
         return await SQLiteStore.open(settings.database)

@@ -3,7 +3,7 @@
 Two backends implement `Store`: SQLite (store/sqlite/, the embedded default) and PostgreSQL
 (store/postgres/, a shared team database). Above this line nothing names a backend or a
 driver: `open_store(settings)` picks one, every driver error leaves a store as a
-`StorageError` (a busy/locked database as `StorageBusy`), and each store serialises its own
+`StorageError` (a busy/locked database as `StorageBusyError`), and each store serialises its own
 writes, so callers may share one store between concurrent coroutines.
 
 Every write is one transaction that keeps a memory's row, its labels, its full-text entry,
@@ -22,8 +22,7 @@ from collections.abc import AsyncGenerator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pma_mcp.config import Weights
-from pma_mcp.models import (
+from pma_mcp.core.models import (
     Browse,
     GCDecision,
     GCFacts,
@@ -33,10 +32,7 @@ from pma_mcp.models import (
     Scope,
     TierFacts,
 )
-
-CONTEXT_RADIUS = 2
-"""A memory's context (for lexical search) is the text of up to this many earlier and later
-memories of its session."""
+from pma_mcp.core.scoring import Weights
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,22 +57,6 @@ class Candidate:
     access_count: int
 
 
-@dataclass(frozen=True)
-class ScopeStats:
-    """Term statistics of the namespaces one query searches, and of no other (bm25.py)."""
-
-    docs: int
-    length: int
-    doc_freq: dict[str, int]
-
-
-@dataclass(frozen=True)
-class TermStats:
-    """Rows in the index; per term, rows holding it in any column and in `content` itself."""
-
-    total_docs: int
-    doc_freq: dict[str, int]
-    content_freq: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)

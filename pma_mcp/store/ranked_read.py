@@ -19,7 +19,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from pma_mcp.config import Weights
+from pma_mcp.core.scoring import Weights
 
 RECENT_HOURS = 48.0
 """Memories younger than this are read whole (recency can still lift them)."""

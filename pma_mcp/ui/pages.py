@@ -14,9 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from urllib.parse import urlencode
 
-from pma_mcp.config import Weights
-from pma_mcp.lexicon import preview
-from pma_mcp.models import (
+from pma_mcp.core.models import (
     GCDecision,
     GCPreview,
     GCResult,
@@ -28,6 +26,8 @@ from pma_mcp.models import (
     Page,
     ScoredMemory,
 )
+from pma_mcp.core.scoring import Weights
+from pma_mcp.core.text.lexicon import preview
 
 PREVIEW_CHARS = 160
 PARTS = ("semantic", "importance", "recency", "access")

@@ -25,12 +25,14 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from pma_mcp import render, validation
-from pma_mcp.budget import TokenCounter
 from pma_mcp.config import Settings
-from pma_mcp.errors import ConfigError, InvalidInput, NotFound, PmaError
-from pma_mcp.models import Browse, GCResult, MemoryType
-from pma_mcp.service import Clock, MemoryService
+from pma_mcp.core import validation
+from pma_mcp.core.budget import TokenCounter
+from pma_mcp.core.errors import ConfigError, InvalidInputError, NotFoundError, PmaError
+from pma_mcp.core.export_format import dumps
+from pma_mcp.core.models import Browse, GCResult, MemoryType
+from pma_mcp.service import MemoryService
+from pma_mcp.service.facade import Clock
 from pma_mcp.ui import pages
 from pma_mcp.ui.guard import Guard, Secrets
 
@@ -111,7 +113,7 @@ async def _answer(handler: Handler, request: Request, service: MemoryService) ->
         return await handler(request, service)
     except PmaError as err:
         namespace = request.query_params.get("ns") or service.namespace
-        status = 404 if isinstance(err, NotFound) else 400
+        status = 404 if isinstance(err, NotFoundError) else 400
         try:
             names = await service.namespaces()
         except PmaError:
@@ -139,14 +141,14 @@ def _day(field: str, text: str) -> float | None:
     try:
         return datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC).timestamp()
     except ValueError:
-        raise InvalidInput(field, f"must be a date as YYYY-MM-DD, got {text!r}") from None
+        raise InvalidInputError(field, f"must be a date as YYYY-MM-DD, got {text!r}") from None
 
 
 def _number(field: str, text: str) -> float:
     try:
         return float(text)
     except ValueError:
-        raise InvalidInput(field, f"must be a number from 0 to 1, got {text!r}") from None
+        raise InvalidInputError(field, f"must be a number from 0 to 1, got {text!r}") from None
 
 
 class _Views:
@@ -195,7 +197,7 @@ class _Views:
         try:
             result = await service.inspect(memory_id, namespace=ns,
                                            query=request.query_params.get("q") or None)
-        except NotFound:
+        except NotFoundError:
             events = await service.lineage_of(memory_id, namespace=ns)
             return HTMLResponse(pages.deleted_page(memory_id, events, ns, names, note))
         return HTMLResponse(pages.memory_page(result, self._state.settings.weights,
@@ -268,7 +270,7 @@ class _Views:
         ns = self._ns(request)
         doc = await service.export(namespace=ns)
         safe = "".join(c if c.isalnum() else "-" for c in ns).strip("-")[:60] or "default"
-        return Response(render.dumps(doc) + "\n", media_type="application/json", headers={
+        return Response(dumps(doc) + "\n", media_type="application/json", headers={
             "content-disposition": f'attachment; filename="pma-{safe}.json"'})
 
 
@@ -280,7 +282,7 @@ def _window(value: str | None) -> int:
     if not value:
         return GC_WINDOWS[0]
     if value not in {str(w) for w in GC_WINDOWS}:
-        raise InvalidInput("window", f"must be one of {', '.join(map(str, GC_WINDOWS))}")
+        raise InvalidInputError("window", f"must be one of {', '.join(map(str, GC_WINDOWS))}")
     return int(value)
 
 
@@ -288,7 +290,7 @@ def _seq(value: str | None) -> int | None:
     if value is None or value == "":
         return None
     if not value.isdigit():
-        raise InvalidInput("before", f"must be a whole number, got {value!r}")
+        raise InvalidInputError("before", f"must be a whole number, got {value!r}")
     return int(value)
 
 

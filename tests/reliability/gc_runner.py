@@ -12,7 +12,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from pma_mcp.budget import WordEstimate
+from pma_mcp.core.budget import WordEstimate
 from pma_mcp.service import MemoryService
 from tests.reliability.procs import settings_from_env
 

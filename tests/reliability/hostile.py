@@ -34,8 +34,9 @@ from typing import Any, Literal
 from mcp import Client, MCPError
 from mcp.types import CallToolResult, TextContent
 
-from pma_mcp.budget import WordEstimate
-from pma_mcp.config import GLOBAL_NAMESPACE, Settings
+from pma_mcp.config import Settings
+from pma_mcp.core.budget import WordEstimate
+from pma_mcp.core.namespaces import GLOBAL_NAMESPACE
 from pma_mcp.server import build_server
 from pma_mcp.service import MemoryService
 from tests.backends import store_env

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pma_mcp.budget import WordEstimate
+from pma_mcp.core.budget import WordEstimate
 from pma_mcp.service import MemoryService
 from tests.reliability.procs import settings_from_env
 

@@ -15,12 +15,11 @@ import json
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from pma_mcp import bm25
-from pma_mcp.errors import StorageError
-from pma_mcp.lexicon import speaker_of
-from pma_mcp.models import Memory
-from pma_mcp.store import analysis
-from pma_mcp.store.base import CONTEXT_RADIUS
+from pma_mcp.core.errors import StorageError
+from pma_mcp.core.models import Memory
+from pma_mcp.core.text import analysis, bm25
+from pma_mcp.core.text.lexicon import speaker_of
+from pma_mcp.core.text.relevance import CONTEXT_RADIUS
 from pma_mcp.store.postgres.index import Writer, labels_text
 
 
@@ -117,7 +116,7 @@ def _own_vectors(
     memories: Sequence[Memory],
 ) -> tuple[list[tuple[Counter[str], Counter[str]]], list[bytes]]:
     """(content counts, label counts) of each memory, and its content's term sequence
-    (analysis.packed_ids), from one pass of the analyzer."""
+    (analysis.packed_ids), from one pass of the analyser."""
     texts = [t for m in memories for t in (m.content, labels_text(m.tags, m.linked_entities))]
     out: list[tuple[Counter[str], Counter[str]]] = [(Counter(), Counter()) for _ in memories]
     sequences: list[list[str]] = [[] for _ in memories]

@@ -1,9 +1,9 @@
 """Driver errors → pma-mcp's StorageError hierarchy, at the one place they leave the store.
 
-A server that cannot be reached, restarted or cut the connection is `StorageUnavailable`
+A server that cannot be reached, restarted or cut the connection is `StorageUnavailableError`
 (retryable: the pool opens a new connection on the next call; store.py itself retries once
 where nothing can have happened yet: a read, or a write whose BEGIN failed); a lock wait past
-the timeout, a deadlock or a serialization failure is `StorageBusy` (retryable: the
+the timeout, a deadlock or a serialization failure is `StorageBusyError` (retryable: the
 transaction was rolled back). Every message passes through url.redact, and the driver's
 exception is not chained (`from None`), so no traceback can carry a password either.
 """
@@ -15,7 +15,7 @@ from contextlib import contextmanager
 
 import asyncpg
 
-from pma_mcp.errors import PmaError, StorageBusy, StorageError, StorageUnavailable
+from pma_mcp.core.errors import PmaError, StorageBusyError, StorageError, StorageUnavailableError
 from pma_mcp.store.postgres import url as urls
 
 _UNAVAILABLE = (
@@ -56,12 +56,12 @@ def storage_error(exc: BaseException, url: str) -> StorageError | None:
     where = urls.location(url)
     detail = urls.redact(str(exc) or type(exc).__name__, url)
     if lost(exc):
-        return StorageUnavailable(
+        return StorageUnavailableError(
             f"the PostgreSQL server at {where} could not be reached or closed the "
             f"connection ({detail}); the call was not acknowledged: retry it, the next "
             "call reconnects")
     if isinstance(exc, _BUSY):
-        return StorageBusy(
+        return StorageBusyError(
             f"the PostgreSQL database at {where} is busy ({detail}); nothing was written: "
             "retry the call")
     if isinstance(exc, asyncpg.DiskFullError):

@@ -30,11 +30,10 @@ from typing import Any
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
-from pma_mcp import bm25
-from pma_mcp.lexicon import speaker_of
-from pma_mcp.models import GCDecision, Memory, MemoryType, to_datetime
-from pma_mcp.store import analysis
-from pma_mcp.store.base import CONTEXT_RADIUS
+from pma_mcp.core.models import GCDecision, Memory, MemoryType, to_datetime
+from pma_mcp.core.text import analysis, bm25
+from pma_mcp.core.text.lexicon import speaker_of
+from pma_mcp.core.text.relevance import CONTEXT_RADIUS
 from pma_mcp.store.postgres.schema import MIGRATION_LOCK
 
 Conn = asyncpg.Connection | PoolConnectionProxy

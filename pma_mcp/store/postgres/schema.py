@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
-from pma_mcp.store import analysis
+from pma_mcp.core.text import analysis
 
 MIGRATION_LOCK = (0x504D41, 1)
 """(classid, objid) of the advisory lock migrations take; write locks use classid + 1."""
@@ -39,7 +39,7 @@ class Migration:
     statements: tuple[str, ...]
     fill: Callable[[Connection], Awaitable[None]] | None = None
     """Computes a new column from the rows in this process (after `statements`), where SQL
-    cannot: the analyzer's terms."""
+    cannot: the analyser's terms."""
 
 
 _FILL_PAGE = 2_000

@@ -6,16 +6,15 @@ statistics (store.lexical), the frequency is the column-weighted sum of the post
 label and (for terms searched everywhere) context counts, normalised by the memory's length
 against the scope's average. That is the exact score store.lexical computes from the vectors
 afterwards, less the speaker boost; the store then re-scores the `limit` best with
-lexical.similarities, so both backends give a memory the same semantic_similarity.
+relevance.similarities, so both backends give a memory the same semantic_similarity.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pma_mcp import bm25
-from pma_mcp.models import MemoryType, Scope
-from pma_mcp.store import lexical
+from pma_mcp.core.models import MemoryType, Scope
+from pma_mcp.core.text import bm25, relevance
 
 
 class Params:
@@ -47,7 +46,9 @@ def scope_where(scope: Scope, p: Params) -> str:
 DOCUMENT = "m.terms, m.label_terms, m.context_terms, m.doc_len"
 
 
-def candidates_sql(query: lexical.AnalysedQuery, scope: Scope, limit: int) -> tuple[str, list[Any]]:
+def candidates_sql(
+    query: relevance.AnalysedQuery, scope: Scope, limit: int
+) -> tuple[str, list[Any]]:
     """SQL (and its values) for the `limit` best memories of `scope` by BM25 for `query`.
 
     Scores are summed over the postings alone (narrow rows: no spill to disk), then the
@@ -60,7 +61,7 @@ def candidates_sql(query: lexical.AnalysedQuery, scope: Scope, limit: int) -> tu
     terms = list(q.idf)
     p = Params()
     current_only = scope.memory_type is None and not scope.tags
-    w_content, w_labels, w_context = (f"{w}::float8" for w in lexical.COLUMN_WEIGHTS)
+    w_content, w_labels, w_context = (f"{w}::float8" for w in relevance.COLUMN_WEIGHTS)
     frequency = (f"p.content_tf * {w_content} + p.label_tf * {w_labels} "
                  f"+ CASE WHEN q.everywhere THEN p.context_tf * {w_context} ELSE 0 END")
     k1, b = f"{bm25.K1}::float8", f"{bm25.B}::float8"

@@ -7,7 +7,7 @@ transaction at a time per process, as SQLiteStore does) and across processes by 
 namespace advisory locks of index.Writer. A write transaction that loses a deadlock or a
 serialization check is run again (WRITE_ATTEMPTS); a write is acknowledged only once its
 COMMIT returned. A connection cut by a restart or a network fault fails that call with
-StorageUnavailable; the pool replaces the connection, so the next call works again.
+StorageUnavailableError; the pool replaces the connection, so the next call works again.
 """
 
 from __future__ import annotations
@@ -33,11 +33,8 @@ from typing import Any, TypeVar
 
 import asyncpg
 
-from pma_mcp import bm25
-from pma_mcp.config import Weights
-from pma_mcp.errors import InvalidInput, NotFound, StorageError
-from pma_mcp.lexicon import speaker_of
-from pma_mcp.models import (
+from pma_mcp.core.errors import InvalidInputError, NotFoundError, StorageError
+from pma_mcp.core.models import (
     Browse,
     GCDecision,
     GCFacts,
@@ -49,27 +46,15 @@ from pma_mcp.models import (
     stored_epoch,
     to_datetime,
 )
-from pma_mcp.store import analysis, lexical, ranked_read
-from pma_mcp.store.base import (
-    CONTEXT_RADIUS,
-    Candidate,
-    Consistency,
-    GCBatching,
-    LineageRow,
-    ScopeStats,
-    SessionState,
-    TermStats,
-)
+from pma_mcp.core.scoring import Weights
+from pma_mcp.core.text import analysis, bm25, relevance
+from pma_mcp.core.text.lexicon import speaker_of
+from pma_mcp.core.text.relevance import CONTEXT_RADIUS, ScopeStats, TermStats
+from pma_mcp.store import ranked_read
+from pma_mcp.store.base import Candidate, Consistency, GCBatching, LineageRow, SessionState
 from pma_mcp.store.postgres import bulk, faults, schema, search
 from pma_mcp.store.postgres import url as urls
-from pma_mcp.store.postgres.index import (
-    COLUMNS,
-    M_COLUMNS,
-    Conn,
-    Writer,
-    memory_of,
-    postings_of,
-)
+from pma_mcp.store.postgres.index import COLUMNS, M_COLUMNS, Conn, Writer, memory_of, postings_of
 from pma_mcp.store.postgres.index import labels_text as _labels_text
 
 log = logging.getLogger(__name__)
@@ -161,7 +146,7 @@ class PostgresStore:
     async def open(cls, url: str, *, busy_timeout_ms: int | None = None) -> PostgresStore:
         """Connect, migrate the schema forward and fold uncanonical namespaces.
 
-        Raises StorageUnavailable when the server cannot be reached, StorageError otherwise.
+        Raises StorageUnavailableError when the server cannot be reached, StorageError otherwise.
         """
         timeout = BUSY_TIMEOUT_MS if busy_timeout_ms is None else busy_timeout_ms
         with faults.mapped(url):
@@ -238,7 +223,7 @@ class PostgresStore:
     async def _query(self, method: str, sql: str, *args: Any) -> Any:
         """`conn.<method>(sql, *args)` on a pooled connection. A read changes nothing, so
         one that lost its connection (idle in the pool when the server restarted) is run
-        once more on a new one before StorageUnavailable."""
+        once more on a new one before StorageUnavailableError."""
         with faults.mapped(self._url):
             for attempt in (1, 2):
                 try:
@@ -268,7 +253,7 @@ class PostgresStore:
         """Run `body` in one write transaction holding the namespaces' locks; returns once
         COMMIT did. Deadlock and serialization losers are run again a few times, and so is
         a transaction whose BEGIN found its pooled connection gone (nothing was sent yet); a
-        connection lost after BEGIN is StorageUnavailable: the caller cannot know whether
+        connection lost after BEGIN is StorageUnavailableError: the caller cannot know whether
         the COMMIT landed, and retries the call (inserts dedupe by content)."""
         locked = sorted(set(namespaces))
         async with self._write_lock:
@@ -363,7 +348,7 @@ class PostgresStore:
         async def body(w: Writer) -> Memory:
             current = await w.by_seq(old.seq)
             if current is None or current.id != old.id:
-                raise NotFound(f"memory {old.id} was deleted meanwhile; nothing was edited")
+                raise NotFoundError(f"memory {old.id} was deleted meanwhile; nothing was edited")
             if _editable(current) != _editable(old):
                 raise StorageError(f"memory {old.id} was changed by another writer meanwhile; "
                                    "nothing was edited: read it again and retry")
@@ -372,7 +357,7 @@ class PostgresStore:
                     "SELECT id FROM memories WHERE namespace = $1 AND content_hash = $2 "
                     "AND seq != $3", old.namespace, new.content_hash, old.seq)
                 if clash is not None:
-                    raise InvalidInput("content", f"is already stored as memory {clash}; "
+                    raise InvalidInputError("content", f"is already stored as memory {clash}; "
                                        "edit or forget that one instead")
             before = await w.conn.fetchval("SELECT terms FROM memories WHERE seq = $1",
                                            old.seq)
@@ -604,16 +589,16 @@ class PostgresStore:
             else:
                 counts[r["kind"]][r["term"]] = int(r["n"])
         docs, length = totals["scope"]
-        return (lexical.term_stats(totals["all"][0], counts["all"]),
+        return (relevance.term_stats(totals["all"][0], counts["all"]),
                 ScopeStats(docs, length, counts["scope"]))
 
     async def _analyse(
         self, query: str, namespaces: Sequence[str]
-    ) -> lexical.AnalysedQuery | None:
-        terms = lexical.query_terms(query)
+    ) -> relevance.AnalysedQuery | None:
+        terms = relevance.query_terms(query)
         if not terms:
             return None
-        return lexical.analysed(query, terms, *await self.statistics(list(terms), namespaces))
+        return relevance.analysed(query, terms, *await self.statistics(list(terms), namespaces))
 
     async def lexical_candidates(self, query: str, scope: Scope, limit: int) -> list[Candidate]:
         """BM25 over postings picks the candidates (search.py); store.lexical scores them."""
@@ -622,7 +607,7 @@ class PostgresStore:
             return []
         sql, args = search.candidates_sql(analysed, scope, limit)
         rows = await self._fetch(sql, *args)
-        sims = lexical.similarities([(_document(r), r["speaker"]) for r in rows], analysed)
+        sims = relevance.similarities([(_document(r), r["speaker"]) for r in rows], analysed)
         return [_ranked(r, sim) for r, sim in zip(rows, sims, strict=True)]
 
     async def similarity_of(self, query: str, memory: Memory, namespaces: Sequence[str]) -> float:
@@ -633,7 +618,7 @@ class PostgresStore:
             f"SELECT {search.DOCUMENT}, m.speaker FROM memories m WHERE seq = $1", memory.seq)
         if row is None:
             return 0.0
-        return lexical.similarities([(_document(row), row["speaker"])], analysed)[0]
+        return relevance.similarities([(_document(row), row["speaker"])], analysed)[0]
 
     async def static_candidates(
         self, scope: Scope, limit: int, now: float, weights: Weights

@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
-from pma_mcp.errors import DatabaseDamagedError, DiskFullError, StorageBusy, StorageError
+from pma_mcp.core.errors import DatabaseDamagedError, DiskFullError, StorageBusyError, StorageError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -86,12 +86,12 @@ def storage_fault(exc: sqlite3.Error, database: str) -> StorageError | None:
 
 def driver_error(exc: sqlite3.Error, database: str) -> StorageError:
     """Any driver error as the StorageError it stands for: a fault (above), a lock held past
-    the busy timeout (StorageBusy), else a StorageError that points at doctor."""
+    the busy timeout (StorageBusyError), else a StorageError that points at doctor."""
     fault = storage_fault(exc, database)
     if fault is not None:
         return fault
     if isinstance(exc, sqlite3.OperationalError) and _is_locked(exc):
-        return StorageBusy(f"{database} is busy: another pma-mcp process held its write lock "
+        return StorageBusyError(f"{database} is busy: another pma-mcp process held its write lock "
                            "longer than this call waits; retry")
     # Not the caller's doing (a schema changed behind our back, a bug): the detail is for
     # the log, the message says what to do.

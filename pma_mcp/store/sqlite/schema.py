@@ -7,10 +7,10 @@ a released migration: add the next one (and its fixture DB, tests/fixtures/make_
 
 from __future__ import annotations
 
-from pma_mcp.store.analysis import TOKENIZER as FTS_TOKENIZER
+from pma_mcp.core.text.analysis import TOKENIZER as FTS_TOKENIZER
 from pma_mcp.store.sqlite import db
 
-"""Porter stemming over unicode61: the full-text index's tokenizer, and the analyzer's."""
+"""Porter stemming over unicode61: the full-text index's tokenizer, and the analyser's."""
 
 MIGRATIONS: tuple[db.Migration, ...] = (
     db.Migration(
@@ -235,7 +235,7 @@ MIGRATIONS: tuple[db.Migration, ...] = (
         "each memory's content terms in order, as 64-bit ids (analysis.packed_ids)",
         # A GC plan finds near-duplicates from every memory's terms: read as one integer
         # array, not re-tokenised or parsed from the term vectors (~1 s at 100k). Filling it
-        # runs the analyzer over every memory once (pma_term_seq, ~4 s at 100k).
+        # runs the analyser over every memory once (pma_term_seq, ~4 s at 100k).
         ("ALTER TABLE memories ADD COLUMN term_seq BLOB NOT NULL DEFAULT x''",),
         derive=("UPDATE memories SET term_seq = pma_term_seq(content)",),
     ),

@@ -1,0 +1,186 @@
+"""`pma-mcp doctor`'s checks of the store: where it is, whether it opens, its schema, its
+integrity and its index — read-only: doctor never creates or migrates the store it checks.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pma_mcp import launch
+from pma_mcp.config import Settings
+from pma_mcp.core.errors import DatabaseDamagedError, StorageError
+from pma_mcp.core.models import Finding
+from pma_mcp.store import Store
+from pma_mcp.store.sqlite import db
+from pma_mcp.store.sqlite.schema import SCHEMA_VERSION
+from pma_mcp.store.sqlite.store import SQLiteStore
+
+
+async def store_findings(settings: Settings) -> tuple[list[Finding], int | None]:
+    """DB path, file mode, schema, integrity, index — read-only: doctor never creates or
+    migrates the store it is checking. Also returns how many memories the namespace holds."""
+    if settings.database_url:
+        return await _postgres_findings(settings.database_url, settings.database,
+                                        settings.namespace)
+    if settings.storage == "memory":
+        return [Finding("database", "warn", "PMA_STORAGE=memory: nothing is kept after "
+                        "the process exits", "unset PMA_STORAGE to keep memories on disk")], None
+    path = settings.db_path
+    if not path.exists():
+        return [_missing_db(path)], None
+    if not path.is_file():
+        return [Finding("database", "fail", f"{path} is not a file",
+                        "set PMA_DB_PATH to a file path")], None
+    findings = [Finding("database", "ok", f"{path} ({_size(path.stat().st_size)})")]
+    findings.extend(_mode_findings(path))
+    if not os.access(path, os.R_OK | os.W_OK):
+        findings.append(Finding("access", "fail", f"you cannot read and write {path}",
+                                f"chown $USER {path} && chmod 600 {path}"))
+        return findings, None
+    store, count = await _sqlite_findings(path, settings.namespace)
+    return findings + store, count
+
+
+async def _postgres_findings(
+    url: str, shown: str, namespace: str
+) -> tuple[list[Finding], int | None]:
+    """Connection, schema, index of a PostgreSQL store; `shown` is the URL without password."""
+    from pma_mcp.store.postgres import schema
+    from pma_mcp.store.postgres.store import PostgresStore
+
+    try:
+        store = await PostgresStore.open_existing(url)
+        version = await store.schema_version()
+    except StorageError as exc:
+        return [Finding("database", "fail", str(exc),
+                        "check that the server runs and PMA_DATABASE_URL names it; give the "
+                        "password with PGPASSWORD or ~/.pgpass, not in the URL")], None
+    try:
+        findings = [Finding("database", "ok", f"PostgreSQL at {shown}"),
+                    _schema_finding(version, schema.SCHEMA_VERSION)]
+        if version == 0 or version > schema.SCHEMA_VERSION:
+            return findings, None
+        findings.append(Finding("integrity", "ok", "the server checks its own pages "
+                                "(checksums, WAL); nothing to check from here"))
+        if version < schema.SCHEMA_VERSION:
+            return findings, None
+        findings.append(await _index_finding(store, shown))
+        return findings, await store.count(namespace)
+    except StorageError as exc:
+        return [*findings, Finding("database", "fail", str(exc), "retry; if it persists, "
+                                   "check the server's log")], None
+    finally:
+        await store.close()
+
+
+def _missing_db(path: Path) -> Finding:
+    parent = next((p for p in path.parents if p.exists()), Path("/"))
+    if os.access(parent, os.W_OK | os.X_OK):
+        return Finding("database", "ok",
+                       f"{path} does not exist yet; it is created (mode 0600) on first use")
+    return Finding("database", "fail", f"{path} cannot be created: {parent} is not writable",
+                   "set PMA_DB_PATH to a writable location")
+
+
+def _size(n: int) -> str:
+    if n < 1024:
+        return f"{n:,} bytes"
+    value = n / 1024
+    for unit in ("KB", "MB"):
+        if value < 1024:
+            return f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GB"
+
+
+def _mode_findings(path: Path) -> list[Finding]:
+    if os.name != "posix":
+        return []
+    loose = []
+    for candidate in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        if candidate.exists() and candidate.stat().st_mode & 0o077:
+            loose.append(f"{candidate.name} {candidate.stat().st_mode & 0o777:04o}")
+    if not loose:
+        return [Finding("file mode", "ok", "0600: only you can read your memories")]
+    return [Finding("file mode", "warn",
+                    f"other users may read your memories ({', '.join(loose)})",
+                    f"chmod 600 {path}*")]
+
+
+async def _sqlite_findings(path: Path, namespace: str) -> tuple[list[Finding], int | None]:
+    try:
+        store = await SQLiteStore.open_read_only(path)
+    except StorageError as exc:
+        return [Finding("open", "fail", str(exc), "check the path and its permissions")], None
+    try:
+        version = await store.schema_version()
+        findings = [_schema_finding(version, SCHEMA_VERSION)]
+        if version == 0 or version > SCHEMA_VERSION:
+            return findings, None
+        integrity = await _integrity_finding(store, path)
+        findings.append(integrity)
+        if version < SCHEMA_VERSION or integrity.status == "fail":
+            return findings, None
+        findings.append(await _index_finding(store, path))
+        return findings, await store.count(namespace)
+    except StorageError as exc:
+        detail = exc.detail if isinstance(exc, DatabaseDamagedError) else str(exc)
+        return [Finding("sqlite", "fail", f"{path} is not a usable SQLite database: {detail}",
+                        "move it aside (or set PMA_DB_PATH elsewhere); a new store is created "
+                        "on first use")], None
+    finally:
+        await store.close()
+
+
+def _schema_finding(version: int, current: int) -> Finding:
+    if version == current:
+        return Finding("schema", "ok", f"version {version} (current)")
+    if version > current:
+        return Finding("schema", "fail",
+                       f"version {version} is newer than this pma-mcp understands ({current})",
+                       launch.upgrade_fix())
+    if version == 0:
+        return Finding("schema", "ok", "empty store; the schema is created on first use")
+    return Finding("schema", "warn", f"version {version}, current is {current}",
+                   "nothing to do: it is migrated automatically the next time it is opened "
+                   "(e.g. by `pma-mcp stats`)")
+
+
+async def _integrity_finding(store: Store, path: Path) -> Finding:
+    """PRAGMA integrity_check; a failure is recorded so every process stops writing."""
+    try:
+        result = await store.integrity_check()
+    except DatabaseDamagedError as exc:  # a page so damaged the check itself stops
+        result = exc.detail
+    if result.strip() == "ok":
+        cleared = db.damage_recorded(str(path)) is not None
+        db.clear_damage(str(path))
+        return Finding("integrity", "ok", "PRAGMA integrity_check: ok" + (
+            "; the damage recorded earlier is cleared, writes are allowed again"
+            if cleared else ""))
+    first = result.splitlines()[0] if result else "no answer"
+    db.record_damage(str(path), first)
+    return Finding("integrity", "fail", f"PRAGMA integrity_check: {first}; writes are refused",
+                   "stop running pma-mcp servers, then `pma-mcp doctor --repair` (the "
+                   "damaged file is kept beside the new one)")
+
+
+async def _index_finding(store: Store, path: Path | str) -> Finding:
+    c = await store.check_consistency()
+    if c.ok:
+        return Finding("index", "ok", f"{c.memories:,} memories, {c.fts_rows:,} full-text rows, "
+                       "tags and entities in step")
+    problems = [f"{len(c.missing_in_fts)} not in the full-text index",
+                f"{len(c.orphaned_fts)} orphaned index rows",
+                f"{len(c.mismatched)} with stale index or labels"]
+    if isinstance(path, str):  # a PostgreSQL store: copy it into a fresh schema
+        fix = (f"rebuild: `{launch.cli('migrate', '--to', 'postgresql://…/db?options=-csearch_path%3Dfresh')}`"
+               ", then point PMA_DATABASE_URL at the copy")
+    else:
+        fix = (f"rebuild: `{launch.cli('export', '--all', '-o', 'backup.json')}`, move {path} "
+               f"aside, `{launch.cli('import', 'backup.json')}`")
+    return Finding("index", "fail", "out of step with the memories: " + ", ".join(problems),
+                   fix)
+
+

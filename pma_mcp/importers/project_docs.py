@@ -1,0 +1,166 @@
+"""Project docs → semantic memories (pure but for reading files), for `pma-mcp seed`.
+
+CLAUDE.md, README.md and docs/*.md are split at Markdown headings; each section (with its
+heading path for context) becomes one memory. Long sections are cut at paragraph boundaries.
+
+Files are not always what they seem, so reading is guarded: a path whose real location is
+outside the project's real path (a `docs/setup.md` linked to `~/.aws/credentials`) is skipped,
+so is anything that is not a regular file (a FIFO would block, a device never ends), and at
+most MAX_FILE_BYTES of a file are read (the rest is left out, with a note). Every skip comes
+back with its reason. Redaction happens where every write does, in the service.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SEED_FILES = ("CLAUDE.md", "README.md")
+SEED_GLOB = "docs/*.md"
+MAX_SECTION_CHARS = 4_000
+MIN_SECTION_CHARS = 40
+MAX_FILE_BYTES = 2_000_000  # per file; a larger file is cut here (documented in docs/CLI.md)
+MAX_FILES = 500
+_READ_CHUNK = 1 << 16
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+@dataclass(frozen=True)
+class Section:
+    source: str
+    heading: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A file `seed` left out (or cut short), and why."""
+
+    source: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class SeedRead:
+    sections: list[Section] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)  # not read at all
+    cut: list[Skipped] = field(default_factory=list)  # read only up to MAX_FILE_BYTES
+
+
+def project_files(root: Path) -> list[Path]:
+    """The candidate paths, as named inside the project (links not yet followed)."""
+    files = [root / name for name in SEED_FILES if (root / name).is_file()]
+    files.extend(sorted(p for p in root.glob(SEED_GLOB) if p.is_file()))
+    return files
+
+
+def split_sections(markdown: str, source: str) -> list[Section]:
+    """Sections of a Markdown document, headings inside code fences ignored."""
+    sections: list[Section] = []
+    path: list[tuple[int, str]] = []
+    body: list[str] = []
+    in_fence = False
+
+    def flush() -> None:
+        text = "\n".join(body).strip()
+        heading = " > ".join(title for _, title in path) if path else Path(source).name
+        for chunk in _chunks(text):
+            if len(chunk) >= MIN_SECTION_CHARS:
+                sections.append(Section(source, heading, f"{heading}\n\n{chunk}"))
+        body.clear()
+
+    for line in markdown.splitlines():
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        match = None if in_fence else _HEADING.match(line)
+        if match:
+            flush()
+            level = len(match.group(1))
+            while path and path[-1][0] >= level:
+                path.pop()
+            path.append((level, match.group(2)))
+        else:
+            body.append(line)
+    flush()
+    return sections
+
+
+def _chunks(text: str) -> list[str]:
+    if len(text) <= MAX_SECTION_CHARS:
+        return [text] if text else []
+    chunks: list[str] = []
+    current = ""
+    for block in re.split(r"\n\s*\n", text):
+        para = block
+        while len(para) > MAX_SECTION_CHARS:
+            if current:
+                chunks.append(current)
+                current = ""
+            chunks.append(para[:MAX_SECTION_CHARS])
+            para = para[MAX_SECTION_CHARS:]
+        if current and len(current) + len(para) + 2 > MAX_SECTION_CHARS:
+            chunks.append(current)
+            current = para
+        else:
+            current = f"{current}\n\n{para}" if current else para
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def read_sections(root: Path) -> SeedRead:
+    """Sections of the project's docs, with every file left out and why."""
+    real_root = root.resolve()
+    read = SeedRead()
+    for file in project_files(root)[:MAX_FILES]:
+        source = str(file.relative_to(root))
+        try:
+            text, note = _read_inside(file, real_root)
+        except _Refused as refused:
+            read.skipped.append(Skipped(source, str(refused)))
+            continue
+        if note:
+            read.cut.append(Skipped(source, note))
+        read.sections.extend(split_sections(text, source))
+    extra = len(project_files(root)) - MAX_FILES
+    if extra > 0:
+        read.skipped.append(Skipped(SEED_GLOB, f"{extra} more files past the first {MAX_FILES}"))
+    return read
+
+
+class _Refused(Exception):
+    """A file `seed` does not read."""
+
+
+def _read_inside(file: Path, real_root: Path) -> tuple[str, str | None]:
+    """The text of `file` if it really lies inside `real_root`, read at most MAX_FILE_BYTES."""
+    real = file.resolve()
+    if not real.is_relative_to(real_root):
+        raise _Refused("a symlink to a file outside the project; not read")
+    try:
+        # O_NOFOLLOW on the resolved path: a link swapped in since resolve() is refused too.
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        raise _Refused(f"cannot be opened ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise _Refused("not a regular file (a FIFO, device or socket); not read")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= MAX_FILE_BYTES and (chunk := handle.read(_READ_CHUNK)):
+            chunks.append(chunk)
+            size += len(chunk)
+    raw = b"".join(chunks)
+    note = None
+    if len(raw) > MAX_FILE_BYTES:
+        raw = raw[:MAX_FILE_BYTES]
+        note = (f"{info.st_size:,} bytes, over the {MAX_FILE_BYTES:,}-byte cap per file: only "
+                "the first part was read")
+    text = raw.decode("utf-8", errors="replace").replace("\x00", "")
+    return text, note
