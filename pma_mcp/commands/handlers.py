@@ -37,8 +37,7 @@ from pma_mcp.core.models import Finding, GCDecision, MemoryType
 from pma_mcp.core.namespaces import GLOBAL_NAMESPACE
 from pma_mcp.gitconfig import NAMESPACE_PREFIX
 from pma_mcp.importers import project_docs
-from pma_mcp.service import MemoryService
-from pma_mcp.service.facade import MAX_LIMIT
+from pma_mcp.service import MAX_LIMIT, MemoryService
 
 log = logging.getLogger(__name__)
 
@@ -470,7 +469,7 @@ async def _import_from(args: argparse.Namespace, settings: Settings) -> int:
         project_namespace=lambda folder: Settings.from_env(cwd=str(folder)).namespace,
         claude_home=claude_home(),
     )
-    batch = import_from.read(args.source_format, source, redact_secrets=settings.redact)
+    batch = import_from.read(args.source_format, source)
     target = settings
     if args.dry_run and settings.store_file is not None and not settings.store_file.exists():
         # An absent store holds nothing: count against an empty one and leave the disk alone.

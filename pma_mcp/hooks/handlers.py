@@ -487,16 +487,18 @@ class Saved:
     prompt_uuid: str | None
 
     def content(self, *, redact_secrets: bool) -> str | None:
-        """Memory text with private blocks stripped and secrets redacted; None if trivial.
+        """Memory text as the intake door takes captured conversation (private blocks
+        dropped, secrets redacted); None if trivial.
 
         Redaction runs before the length caps, so a cut can never split a secret in two.
         """
-        from pma_mcp.core.redact import sanitize_for_storage
+        from pma_mcp.service.intake import Intake, Source
 
-        reply = sanitize_for_storage(_text(self.reply), redact_secrets=redact_secrets).strip()
+        door = Intake(redact=redact_secrets)
+        reply = door.text(_text(self.reply), Source.CAPTURED).strip()
         if len(reply) < MIN_REPLY_CHARS:
             return None
-        prompt = sanitize_for_storage(_text(self.prompt), redact_secrets=redact_secrets).strip()
+        prompt = door.text(_text(self.prompt), Source.CAPTURED).strip()
         parts = [f"User: {_head_tail(prompt, MAX_PROMPT_STORED)}"] if prompt else []
         parts.append(f"Assistant: {_head_tail(reply, MAX_REPLY_STORED)}")
         return "\n".join(parts)
