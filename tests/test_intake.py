@@ -80,8 +80,9 @@ async def call(client: Client, tool: str, arguments: dict[str, Any]) -> CallTool
 
 def structured(result: CallToolResult) -> dict[str, Any]:
     assert not result.is_error, result.content
-    assert result.structured_content is not None
-    return result.structured_content
+    content: dict[str, Any] | None = result.structured_content
+    assert content is not None
+    return content
 
 
 def error_text(result: CallToolResult) -> str:
