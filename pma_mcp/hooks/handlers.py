@@ -487,18 +487,19 @@ class Saved:
     prompt_uuid: str | None
 
     def content(self, *, redact_secrets: bool) -> str | None:
-        """Memory text as the intake door takes captured conversation (private blocks
-        dropped, secrets redacted); None if trivial.
+        """Memory text with private blocks dropped and secrets redacted; None if trivial.
 
-        Redaction runs before the length caps, so a cut can never split a secret in two.
+        `sanitize_for_storage` is the intake door's rule for captured conversation
+        (service/intake.py), applied here already because it must run before the length
+        caps, so a cut can never split a secret in two; a trivial exchange then costs no
+        import of the service.
         """
-        from pma_mcp.service.intake import Intake, Source
+        from pma_mcp.core.redact import sanitize_for_storage
 
-        door = Intake(redact=redact_secrets)
-        reply = door.text(_text(self.reply), Source.CAPTURED).strip()
+        reply = sanitize_for_storage(_text(self.reply), redact_secrets=redact_secrets).strip()
         if len(reply) < MIN_REPLY_CHARS:
             return None
-        prompt = door.text(_text(self.prompt), Source.CAPTURED).strip()
+        prompt = sanitize_for_storage(_text(self.prompt), redact_secrets=redact_secrets).strip()
         parts = [f"User: {_head_tail(prompt, MAX_PROMPT_STORED)}"] if prompt else []
         parts.append(f"Assistant: {_head_tail(reply, MAX_REPLY_STORED)}")
         return "\n".join(parts)

@@ -17,6 +17,10 @@ only way to keep a passage out. Chosen text may be about the tag itself (a doc e
 it), and an unclosed one would hide the rest of a document. Secrets are redacted from both
 (`redact.scrub`) unless PMA_REDACT=off, which turns redaction off here and so everywhere.
 
+The hooks apply the captured rule to an exchange's text themselves (`Intake.text` uses the same
+`redact.sanitize_for_storage`), since it must run before they cut the text to length; the
+door then cleans it with every other field of the write.
+
 The namespace is not cleaned: it is the address the caller chose, and cleaning it would file
 the memory where nobody asked. Nor is the author: one printable line naming a person.
 """
