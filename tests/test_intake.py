@@ -281,3 +281,20 @@ def test_import_of_deep_metadata_is_one_line_naming_the_limit(
     assert f"at most {MAX_METADATA_DEPTH}" in done.stderr
     # within what the JSON parser reads, the door names the record; deeper, the file
     assert ("record 1" if depth < 500 else "nested too deep") in done.stderr
+
+
+def test_import_from_another_tool_refuses_deep_metadata_naming_the_limit(
+    store_settings: Settings, tmp_path: Path
+) -> None:
+    mem0 = tmp_path / "mem0.json"
+    mem0.write_text(json.dumps({"results": [
+        {"id": "m-1", "memory": "A shallow record", "metadata": {"app": "notes"}},
+        {"id": "m-2", "memory": "A deep record", "metadata": nested(MAX_METADATA_DEPTH + 5)},
+    ]}))
+    env = cli_env(store_settings.db_path, tmp_path / "home", PMA_NAMESPACE=NAMESPACE,
+                  **store_env(store_settings))
+    done = cli("import", "--from", "mem0", str(mem0), env=env)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "record 2" in done.stderr and f"at most {MAX_METADATA_DEPTH}" in done.stderr
+    assert json.loads(pma(store_settings, tmp_path, "export"))["memories"] == []

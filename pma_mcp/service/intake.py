@@ -33,7 +33,6 @@ from collections.abc import Iterable
 from typing import Any, TypeVar
 
 from pma_mcp.core import redact, validation
-from pma_mcp.core.errors import InvalidInputError
 from pma_mcp.core.models import ImportItem, MemoryEdit, NewMemory
 
 _Write = TypeVar("_Write", NewMemory, MemoryEdit)
@@ -58,23 +57,14 @@ class Intake:
             return redact.sanitize_for_storage(text, redact_secrets=self.redact)
         return redact.scrub(text) if self.redact else text
 
-    def write(self, write: _Write, source: Source = Source.CHOSEN) -> _Write:
-        """A validated new memory or edit with every stored string cleaned; fields an edit
-        leaves unchanged (None) stay None.
-
-        Labels that become empty are dropped and ones that become equal merge, as validation
-        would have done. Captured content with nothing left is refused: nothing would be
-        stored of it.
-        """
+    def write(self, write: _Write) -> _Write:
+        """A validated new memory or edit, text chosen to be stored, with every stored string
+        cleaned; fields an edit leaves unchanged (None) stay None. Labels that become empty
+        are dropped and ones that become equal merge, as validation would have done."""
+        source = Source.CHOSEN
         changes: dict[str, Any] = {}
         if write.content is not None:
-            content = self.text(write.content, source)
-            if source is Source.CAPTURED:
-                content = content.strip()
-                if not content:
-                    raise InvalidInputError(
-                        "content", "nothing is left once <private> blocks are removed")
-            changes["content"] = content
+            changes["content"] = self.text(write.content, source)
         for name in ("tags", "linked_entities"):
             if (labels := getattr(write, name)) is not None:
                 changes[name] = self._labels(labels, source)
@@ -85,9 +75,10 @@ class Intake:
         return dataclasses.replace(write, **changes)
 
     def item(self, item: ImportItem) -> ImportItem:
-        """Another tool's record cleaned as captured text, before it is validated: its depth
-        is bounded first, so a hostile file cannot make the cleaning recurse without end."""
-        validation.shallow(item.metadata, f"record {item.key}: metadata")
+        """Another tool's record cleaned as captured text, before it is validated (an empty
+        content is left for the caller to skip). Its depth is bounded first, so a hostile
+        file cannot make the cleaning recurse without end."""
+        validation.shallow(item.metadata)
         source = Source.CAPTURED
         return dataclasses.replace(
             item,
