@@ -6,8 +6,7 @@ import pytest
 
 from pma_mcp.core.errors import InvalidInputError
 from pma_mcp.core.models import Browse, MemoryType
-from pma_mcp.service import MemoryService
-from pma_mcp.service.facade import CHART_PERIODS
+from pma_mcp.service import CHART_PERIODS, MemoryService
 from tests.conftest import PROJECT, T0, FakeClock
 
 DAY = 86_400.0

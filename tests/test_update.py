@@ -82,18 +82,19 @@ async def test_same_edit_twice_changes_nothing_the_second_time(service: MemorySe
 async def test_edited_content_is_redacted_before_it_is_stored(service: MemoryService) -> None:
     token = "ghp_R4nD0mT0k3nV4lu3F0rT3st1ngAbCdEf1234"
     memory = (await service.add(OLD)).memory
-    done = await service.update(
-        memory.id, content=f"CI reads GITHUB_TOKEN={token} <private>home address</private>")
-    assert token not in done.memory.content and "home address" not in done.memory.content
-    assert "[REDACTED" in done.memory.content
+    text = f"CI reads GITHUB_TOKEN={token} <private>home address</private>"
+    done = await service.update(memory.id, content=text)
+    assert token not in done.memory.content and "[REDACTED" in done.memory.content
     conn = sqlite3.connect(service.settings.database)
     try:
         dump = "\n".join(conn.iterdump())
     finally:
         conn.close()
-    assert token not in dump and "home address" not in dump
-    with pytest.raises(InvalidInputError, match="private"):
-        await service.update(memory.id, content="<private>only this</private>")
+    assert token not in dump
+    # Text stored on purpose keeps <private> as written, for update as for remember.
+    added = (await service.add(text)).memory
+    assert done.memory.content == added.content
+    assert "<private>home address</private>" in done.memory.content
 
 
 @pytest.mark.parametrize(

@@ -35,10 +35,10 @@ from pma_mcp.core.errors import NotFoundError, PmaError
 from pma_mcp.core.export_format import dumps
 from pma_mcp.core.models import Finding, GCDecision, MemoryType
 from pma_mcp.core.namespaces import GLOBAL_NAMESPACE
+from pma_mcp.core.validation import MAX_METADATA_DEPTH
 from pma_mcp.gitconfig import NAMESPACE_PREFIX
 from pma_mcp.importers import project_docs
-from pma_mcp.service import MemoryService
-from pma_mcp.service.facade import MAX_LIMIT
+from pma_mcp.service import MAX_LIMIT, MemoryService
 
 log = logging.getLogger(__name__)
 
@@ -215,6 +215,9 @@ def _json_object(text: str) -> object:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise argparse.ArgumentTypeError(f"not valid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise argparse.ArgumentTypeError(
+            f"nested too deep; at most {MAX_METADATA_DEPTH} levels") from None
 
 
 def _add_gc(sub: Any) -> None:
@@ -470,7 +473,7 @@ async def _import_from(args: argparse.Namespace, settings: Settings) -> int:
         project_namespace=lambda folder: Settings.from_env(cwd=str(folder)).namespace,
         claude_home=claude_home(),
     )
-    batch = import_from.read(args.source_format, source, redact_secrets=settings.redact)
+    batch = import_from.read(args.source_format, source)
     target = settings
     if args.dry_run and settings.store_file is not None and not settings.store_file.exists():
         # An absent store holds nothing: count against an empty one and leave the disk alone.
@@ -501,6 +504,9 @@ def _read_json(name: str) -> object:
         raise _FileError(
             f"{name}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
         ) from None
+    except RecursionError:
+        raise _FileError(f"{name}: nested too deep to read; a memory's metadata may nest at "
+                         f"most {MAX_METADATA_DEPTH} levels") from None
 
 
 class _FileError(PmaError):

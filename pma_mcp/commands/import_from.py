@@ -1,20 +1,17 @@
-"""Import from another memory tool: read its store, redact, hand the records to the service.
+"""Import from another memory tool: read its store and hand the records to the service.
 
-The one path every importer's records take into the store, so every one of them passes
-`redact.sanitize_for_storage` (private blocks removed, secrets replaced) exactly here — the
-text, and every string in tags, entities and metadata — before validation and storage.
+The service's intake door cleans every record as captured conversation (private blocks
+removed, secrets replaced in the text, tags, entities, session id and metadata) before it
+is validated and stored: see service/intake.py.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from pma_mcp.core.errors import InvalidInputError
 from pma_mcp.core.models import ImportItem
-from pma_mcp.core.redact import sanitize_for_storage
 from pma_mcp.importers import FORMATS, Source
 from pma_mcp.service import MemoryService
 
@@ -32,22 +29,20 @@ class ImportOutcome:
 
 @dataclass(slots=True, kw_only=True)
 class Batch:
-    """What a reader produced, already sanitised: nothing of it is stored yet."""
+    """What a reader produced: nothing of it is stored yet."""
 
     format: str
     path: str
     items: list[ImportItem]
 
 
-def read(fmt: str, source: Source, *, redact_secrets: bool = True) -> Batch:
-    """Read `source` as `fmt` and sanitise every record. Before any store is opened, so a
-    wrong input changes nothing (not even creating the database file)."""
+def read(fmt: str, source: Source) -> Batch:
+    """Read `source` as `fmt`. Before any store is opened, so a wrong input changes nothing
+    (not even creating the database file)."""
     reader = FORMATS.get(fmt)
     if reader is None:
         raise InvalidInputError("--from", f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
-    items = [clean for item in reader.read(source)
-             if (clean := sanitized(item, redact_secrets=redact_secrets)).content.strip()]
-    return Batch(format=fmt, path=str(source.path), items=items)
+    return Batch(format=fmt, path=str(source.path), items=list(reader.read(source)))
 
 
 async def store(
@@ -63,25 +58,4 @@ async def store(
         format=batch.format, path=batch.path, dry_run=dry_run, read=len(batch.items),
         imported=report.imported, skipped=report.skipped,
         namespaces=sorted({i.namespace for i in batch.items}),
-    )
-
-
-def sanitized(item: ImportItem, *, redact_secrets: bool) -> ImportItem:
-    """The item with every piece of text passed through the storage sanitiser."""
-
-    def clean(value: Any) -> Any:
-        if isinstance(value, str):
-            return sanitize_for_storage(value, redact_secrets=redact_secrets)
-        if isinstance(value, dict):
-            return {k: clean(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return [clean(v) for v in value]
-        return value
-
-    return dataclasses.replace(
-        item,
-        content=clean(item.content).strip(),
-        tags=tuple(t for t in clean(item.tags) if t.strip()),
-        linked_entities=tuple(e for e in clean(item.linked_entities) if e.strip()),
-        metadata=clean(item.metadata),
     )

@@ -20,8 +20,7 @@ from typing import Any
 
 from pma_mcp.core import validation
 from pma_mcp.core.errors import InvalidInputError
-from pma_mcp.core.models import Memory, build_memory, content_hash
-from pma_mcp.core.redact import scrub_values
+from pma_mcp.core.models import Memory, NewMemory, build_memory
 
 FORMAT = "pma-mcp-export"
 VERSION = 1
@@ -80,7 +79,7 @@ def from_record(
     index: int,
     namespace: str | None = None,
     *,
-    scrub: Callable[[str], str] | None = None,
+    admit: Callable[[NewMemory], NewMemory] | None = None,
     author: str | None = None,
 ) -> Memory:
     """A memory from record number `index` (1-based in messages); `namespace` overrides.
@@ -88,25 +87,26 @@ def from_record(
     `author` is the importing person, for a record written before exports carried one (no
     "author" key); a record's own author, even null (unknown), is kept.
 
-    `scrub` cleans the content and metadata strings before anything is hashed or stored
-    (`redact.scrub`: an export from a store kept with PMA_REDACT=0 loses its secrets here).
+    `admit` cleans the validated fields before the memory (and its content hash) is made:
+    the service's intake door, so an export from a store kept with PMA_REDACT=off loses its
+    secrets here.
     """
     try:
-        memory = _from_record(record, namespace, author)
+        return _from_record(record, namespace, author, admit)
     except InvalidInputError as exc:
         raise InvalidInputError(f"record {index}, field {exc.field!r}", _message(exc)) from None
-    if scrub is None:
-        return memory
-    content = scrub(memory.content)
-    return dataclasses.replace(memory, content=content, content_hash=content_hash(content),
-                               metadata=scrub_values(memory.metadata, scrub))
 
 
 def _message(exc: InvalidInputError) -> str:
     return str(exc).split(": ", 1)[1] if ": " in str(exc) else str(exc)
 
 
-def _from_record(record: object, namespace: str | None, author: str | None) -> Memory:
+def _from_record(
+    record: object,
+    namespace: str | None,
+    author: str | None,
+    admit: Callable[[NewMemory], NewMemory] | None,
+) -> Memory:
     if not isinstance(record, dict):
         raise InvalidInputError("record", f"must be a JSON object, got {type(record).__name__}")
     new = validation.new_memory(
@@ -120,6 +120,8 @@ def _from_record(record: object, namespace: str | None, author: str | None) -> M
         session_id=record.get("session_id"),
         author_=record.get("author", author),
     )
+    if admit is not None:
+        new = admit(new)
     memory_id = validation.id_prefix(record.get("id"), "id")
     access = _count("access_count", record.get("access_count", 0))
     superseded = validation.optional_id("superseded_by", record.get("superseded_by"))

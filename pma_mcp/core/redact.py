@@ -12,8 +12,9 @@ Every pattern is compiled the first time its trigger occurs, starts with a liter
 character set where possible, and uses bounded or possessive quantifiers, so a multi-megabyte
 transcript is scanned in linear time on the hook fast path. Standard library only.
 
-`scrub` is the one entry point for text on its way into the store, from any source;
-`sanitize_for_storage` adds `<private>` stripping for captured conversation (hooks).
+The service's intake door (service/intake.py) applies these to every string it stores: `scrub`
+to text from any source, `sanitize_for_storage` (which adds `<private>` stripping) to captured
+conversation.
 """
 
 from __future__ import annotations
@@ -812,17 +813,18 @@ def redact(text: str) -> Redaction:
 
 
 def scrub(text: str) -> str:
-    """The one entry point for text entering the store from any source (hooks, tools, seed,
-    import, importers): every recognised secret replaced by its marker."""
+    """Every recognised secret replaced by its marker: the rule for secrets in text entering
+    the store from any source (applied by the service's intake door)."""
     return redact(text).text
 
 
 def sanitize_for_storage(text: str, *, redact_secrets: bool = True) -> str:
-    """Conversation capture (hooks): `<private>` blocks removed, then `scrub`.
+    """Captured conversation (hooks, other tools' records): `<private>` blocks removed, then
+    `scrub`.
 
-    Only captured conversation drops `<private>` blocks: a `remember` call, a seeded doc or an
-    import holds text someone chose to store, where the tag may be the subject (the docs
-    explain it) and an unclosed one would hide the rest of the document.
+    Only captured conversation drops `<private>` blocks: a `remember` or `update` call, a
+    seeded doc or an export file holds text someone chose to store, where the tag may be the
+    subject (the docs explain it) and an unclosed one would hide the rest of the document.
     """
     text = strip_private(text)
     return scrub(text) if redact_secrets else text

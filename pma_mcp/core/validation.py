@@ -19,6 +19,9 @@ MAX_CONTENT_CHARS = 100_000
 MAX_LABELS = 64
 MAX_LABEL_CHARS = 200
 MAX_METADATA_BYTES = 65_536
+MAX_METADATA_DEPTH = 32
+"""Objects and lists nested in metadata, the metadata object itself counted: a deeper value
+is refused before anything (encoding, redaction) walks it recursively."""
 MAX_ID_CHARS = 200
 MAX_NAMESPACE_CHARS = 4_096
 MIN_PREFIX = 6
@@ -87,6 +90,7 @@ def metadata(value: object) -> dict[str, Any]:
         return {}
     if not isinstance(value, Mapping):
         raise InvalidInputError("metadata", f"must be a JSON object, got {type(value).__name__}")
+    shallow(value)
     try:
         encoded = json.dumps(dict(value), allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
@@ -101,6 +105,25 @@ def metadata(value: object) -> dict[str, Any]:
         )
     decoded: dict[str, Any] = json.loads(encoded)
     return decoded
+
+
+def shallow(value: object, field: str = "metadata", limit: int = MAX_METADATA_DEPTH) -> None:
+    """Refuse `value` if objects and lists nest in it more than `limit` deep (itself counted).
+
+    Walked with a stack, never recursively, and stopped at the first level past the limit, so
+    a value nested a million deep costs no more than one nested `limit + 1` deep."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = (item.values() if isinstance(item, Mapping)
+                    else item if isinstance(item, list | tuple) else None)
+        if children is None:
+            continue
+        if depth > limit:
+            raise InvalidInputError(
+                field, f"is nested more than {limit} levels deep (objects and lists inside "
+                f"each other); at most {limit} are allowed")
+        stack.extend((child, depth + 1) for child in children)
 
 
 def optional_id(field: str, value: object) -> str | None:

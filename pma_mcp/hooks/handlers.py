@@ -487,9 +487,12 @@ class Saved:
     prompt_uuid: str | None
 
     def content(self, *, redact_secrets: bool) -> str | None:
-        """Memory text with private blocks stripped and secrets redacted; None if trivial.
+        """Memory text with private blocks dropped and secrets redacted; None if trivial.
 
-        Redaction runs before the length caps, so a cut can never split a secret in two.
+        `sanitize_for_storage` is the intake door's rule for captured conversation
+        (service/intake.py), applied here already because it must run before the length
+        caps, so a cut can never split a secret in two; a trivial exchange then costs no
+        import of the service.
         """
         from pma_mcp.core.redact import sanitize_for_storage
 

@@ -67,8 +67,7 @@ from pma_mcp.server.outputs import (
     UpdatedOut,
     context_text,
 )
-from pma_mcp.service import MemoryService
-from pma_mcp.service.facade import MAX_LIMIT, MAX_QUERY_CHARS, MAX_TOKEN_BUDGET, Clock
+from pma_mcp.service import MAX_LIMIT, MAX_QUERY_CHARS, MAX_TOKEN_BUDGET, Clock, MemoryService
 
 log = logging.getLogger(__name__)
 

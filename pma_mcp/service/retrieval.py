@@ -1,8 +1,8 @@
 """Query → ranked memories: the one retrieval path behind recall, load_context, the prompt
 hook and the CLI. Backend-neutral: the store finds and scores the lexical candidates.
 
-1. Scope (namespaces → memory_type → tags) is applied by the store before ranking, as the
-   seed filtered.
+1. Scope (namespaces → memory_type → tags) is applied by the store before ranking, so a
+   filter never leaves fewer results than the limit when enough memories match.
 2. With searchable words, the store returns up to CANDIDATES memories with their
    semantic_similarity ∈ [0, 1) (BM25 over the searched namespaces' statistics, see
    store/relevance.py for the formula and the 0.9 "ideal match" calibration).
@@ -13,7 +13,7 @@ hook and the CLI. Backend-neutral: the store finds and scores the lexical candid
    loaded in full; then one write counts the access.
 
 A query with no searchable words (empty, or only stopwords/punctuation) is a query-less
-request: memories come back by composite alone (semantic 0), as in the seed.
+request: memories come back by composite alone (semantic 0).
 
 Measured on the LoCoMo dev split: see docs/BENCHMARKS.md.
 """

@@ -31,8 +31,7 @@ from pma_mcp.core.budget import TokenCounter
 from pma_mcp.core.errors import ConfigError, InvalidInputError, NotFoundError, PmaError
 from pma_mcp.core.export_format import dumps
 from pma_mcp.core.models import Browse, GCResult, MemoryType
-from pma_mcp.service import MemoryService
-from pma_mcp.service.facade import Clock
+from pma_mcp.service import Clock, MemoryService
 from pma_mcp.ui import pages
 from pma_mcp.ui.guard import Guard, Secrets
 
