@@ -1,28 +1,22 @@
-"""`pma-mcp doctor`'s checks of Claude Code's configuration: is there an MCP server entry
-and are there hooks that run pma-mcp, and would those commands run.
+"""`pma-mcp doctor`'s checks of Claude Code's configuration: does something run pma-mcp's MCP
+server and its four hooks (a settings file or an enabled plugin), does anything run twice,
+and would the commands run.
 
-Read-only: it reads the project's and the user's settings files and never writes them.
+Every fix is a command for the way this pma-mcp is installed (launch.py), so it works when
+copied; what the plugin brings is reported as present, never to be added again.
 """
 
 from __future__ import annotations
 
 import json
-import re
-import shutil
-from collections.abc import Iterator, Sequence
+import shlex
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from pma_mcp import launch
+from pma_mcp.admin.claude_config import HOOK_EVENTS, ClaudeConfig, Entry, Plugin, read, short
+from pma_mcp.config import claude_home, claude_state_file
 from pma_mcp.core.models import Finding
-
-HOOK_EVENTS = {
-    "SessionStart": "session-start",
-    "UserPromptSubmit": "user-prompt-submit",
-    "Stop": "stop",
-    "PreCompact": "pre-compact",
-}
-_PMA = re.compile(r"pma[-_]mcp", re.IGNORECASE)
 
 
 def project_root(cwd: Path, home: Path) -> Path:
@@ -37,132 +31,98 @@ def project_root(cwd: Path, home: Path) -> Path:
     return cwd
 
 
-def findings(root: Path, home: Path) -> list[Finding]:
-    files = {
-        "mcp": root / ".mcp.json",
-        "project": root / ".claude" / "settings.json",
-        "local": root / ".claude" / "settings.local.json",
-        "user": home / ".claude" / "settings.json",
-        "claude.json": home / ".claude.json",
-    }
-    loaded: dict[str, dict[str, Any]] = {}
-    findings: list[Finding] = []
-    for key, path in files.items():
-        data, problem = _load_settings(path)
-        if problem:
-            findings.append(Finding("claude code", "warn", problem,
-                                    f"fix the JSON in {path}"))
-        if data is not None:
-            loaded[key] = data
-    servers = list(_servers(loaded, root))
-    handlers = {event: list(_hook_handlers(loaded, event, files)) for event in HOOK_EVENTS}
-    hooks = {event: sorted({where for where, _ in found}) for event, found in handlers.items()}
-    findings.append(_server_finding(servers, files["mcp"]))
-    findings.append(_hooks_finding(hooks, files["project"]))
-    disabled = [str(files[k]) for k in ("project", "local", "user")
-                if loaded.get(k, {}).get("disableAllHooks") is True]
-    if disabled:
-        findings.append(Finding("hooks", "warn", f"disableAllHooks is true in {disabled[0]}",
-                                "remove disableAllHooks to let the memory hooks run"))
-    commands = [text for _, _, text in servers]
-    commands += [text for found in handlers.values() for _, text in found]
-    findings.extend(_path_finding(commands))
-    return findings
+def findings(root: Path, cwd: Path, home: Path) -> list[Finding]:
+    config = read(root, home, claude_home(), claude_state_file())
+    out = [Finding("claude code", "warn", problem, f"fix the JSON in {path}")
+           for path, problem in config.problems]
+    here = "" if root == cwd else f"cd {shlex.quote(str(root))} && "
+    out.extend(_server_findings(config, here, home))
+    out.extend(_hooks_findings(config, home))
+    if config.hooks_disabled_in is not None:
+        out.append(Finding("hooks", "warn",
+                           f"disableAllHooks is true in {config.hooks_disabled_in}",
+                           "remove disableAllHooks to let the memory hooks run"))
+    out.extend(_path_finding(config.settings_servers + config.settings_hooks, home))
+    return out
 
 
-def _load_settings(path: Path) -> tuple[dict[str, Any] | None, str]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None, ""
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, f"cannot read {path}: {exc}"
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return None, f"{path} is not valid JSON ({exc.msg}, line {exc.lineno})"
-    if not isinstance(data, dict):
-        return None, f"{path} does not hold a JSON object"
-    return data, ""
+def _enable(plugins: Sequence[Plugin], what: str) -> Finding | None:
+    """A disabled install of the plugin: enabling it is the fix, not adding entries."""
+    plugin = next((p for p in plugins if not p.enabled), None)
+    if plugin is None:
+        return None
+    return Finding(what, "warn", f"the plugin {plugin.id} runs pma-mcp but is disabled",
+                   f"claude plugin enable {plugin.id} --scope {plugin.scope}")
 
 
-def _command_text(entry: object) -> str:
-    if not isinstance(entry, dict):
-        return ""
-    args = entry.get("args")
-    parts = [str(entry.get("command", ""))]
-    if isinstance(args, list):
-        parts.extend(str(a) for a in args)
-    return " ".join(p for p in parts if p)
+def _server_findings(config: ClaudeConfig, here: str, home: Path) -> list[Finding]:
+    servers = config.servers
+    if not servers:
+        disabled = _enable([p for p in config.plugins if p.servers], "mcp server")
+        if disabled is not None:
+            return [disabled]
+        return [Finding(
+            "mcp server", "warn",
+            f"no MCP server entry runs pma-mcp (looked in {short(config.files['mcp'], home)}, "
+            f"{short(config.files['claude.json'], home)} and the installed plugins)",
+            f"{here}claude mcp add --scope project pma -- {launch.cli()}",
+        )]
+    first = servers[0]
+    found = [Finding("mcp server", "ok", f"{first.name!r} in {first.where}: {first.command}")]
+    plugin = next((s for s in servers if s.scope is None), None)
+    extra = [s for s in servers if s.scope is not None]
+    if plugin is not None and extra:
+        found.append(Finding(
+            "mcp server", "warn",
+            f"pma-mcp runs twice: from {plugin.where} and as {_names(extra)}; Claude Code "
+            "starts both servers and lists every memory tool twice",
+            " && ".join(f"{here}claude mcp remove {shlex.quote(s.name)} --scope {s.scope}"
+                        for s in extra),
+        ))
+    return found
 
 
-def _servers(loaded: dict[str, dict[str, Any]], root: Path) -> Iterator[tuple[str, str, str]]:
-    """(where, server name, command line) of every MCP server entry that runs pma-mcp."""
-    blocks: list[tuple[str, object]] = [
-        (".mcp.json", loaded.get("mcp", {}).get("mcpServers")),
-        ("~/.claude.json (user scope)", loaded.get("claude.json", {}).get("mcpServers")),
-    ]
-    projects = loaded.get("claude.json", {}).get("projects")
-    if isinstance(projects, dict) and isinstance(projects.get(str(root)), dict):
-        blocks.append(("~/.claude.json (local scope)", projects[str(root)].get("mcpServers")))
-    for where, block in blocks:
-        if not isinstance(block, dict):
-            continue
-        for name, entry in block.items():
-            text = _command_text(entry)
-            if _PMA.search(text):
-                yield where, str(name), text
+def _names(entries: Sequence[Entry]) -> str:
+    return ", ".join(f"{e.name!r} in {e.where}" for e in entries)
 
 
-def _hook_handlers(
-    loaded: dict[str, dict[str, Any]], event: str, files: dict[str, Path]
-) -> Iterator[tuple[str, str]]:
-    """(settings file, command line) of every `event` hook handler that runs pma-mcp."""
-    for key in ("project", "local", "user"):
-        hooks = loaded.get(key, {}).get("hooks")
-        groups = hooks.get(event) if isinstance(hooks, dict) else None
-        for group in groups if isinstance(groups, list) else []:
-            handlers = group.get("hooks") if isinstance(group, dict) else None
-            for handler in handlers if isinstance(handlers, list) else []:
-                text = _command_text(handler)
-                if _PMA.search(text):
-                    yield _short(files[key]), text
+def _hooks_findings(config: ClaudeConfig, home: Path) -> list[Finding]:
+    hooks = {event: config.hooks(event) for event in HOOK_EVENTS}
+    missing = [event for event, found in hooks.items() if not found]
+    settings_json = config.files["project"]
+    if missing:
+        disabled = _enable([p for p in config.plugins if p.hooks], "hooks")
+        if disabled is not None:
+            return [disabled]
+        snippet = launch.settings_hooks(missing)
+        return [Finding(
+            "hooks", "warn",
+            f"no pma-mcp hook for {', '.join(missing)} (looked in "
+            f"{short(settings_json, home)}, settings.local.json, "
+            f"{short(config.files['user'], home)} and the installed plugins)",
+            f"merge into {short(settings_json, home)}: {json.dumps(snippet)}",
+        )]
+    sources = sorted({e.where for found in hooks.values() for e in found})
+    out = [Finding("hooks", "ok", f"{', '.join(hooks)} run pma-mcp ({', '.join(sources)})")]
+    doubled = [event for event, found in hooks.items()
+               if len({e.where.startswith("plugin ") for e in found}) == 2]
+    if doubled:
+        plugin = next(e.where for e in hooks[doubled[0]] if e.where.startswith("plugin "))
+        files = sorted({e.where for event in doubled for e in hooks[event]
+                        if not e.where.startswith("plugin ")})
+        out.append(Finding(
+            "hooks", "warn",
+            f"{', '.join(doubled)} run pma-mcp twice, from {plugin} and from "
+            f"{', '.join(files)}: each prompt gets its memories twice",
+            f"delete the pma-mcp hooks from {', '.join(files)}; {plugin} brings them",
+        ))
+    return out
 
 
-def _short(path: Path) -> str:
-    home = Path.home()
-    return f"~/{path.relative_to(home)}" if path.is_relative_to(home) else str(path)
-
-
-def _server_finding(servers: Sequence[tuple[str, str, str]], mcp_json: Path) -> Finding:
-    if servers:
-        where, name, text = servers[0]
-        return Finding("mcp server", "ok", f"{name!r} in {where}: {text}")
-    return Finding(
-        "mcp server", "warn",
-        f"no MCP server entry runs pma-mcp (looked in {_short(mcp_json)} and ~/.claude.json)",
-        f"claude mcp add --scope project pma -- {launch.cli()}",
-    )
-
-
-def _hooks_finding(hooks: dict[str, list[str]], settings_json: Path) -> Finding:
-    missing = [event for event, where in hooks.items() if not where]
-    if not missing:
-        sources = sorted({w for where in hooks.values() for w in where})
-        return Finding("hooks", "ok", f"{', '.join(hooks)} run pma-mcp ({', '.join(sources)})")
-    snippet = launch.settings_hooks(missing)
-    return Finding(
-        "hooks", "warn",
-        f"no pma-mcp hook for {', '.join(missing)} (looked in {_short(settings_json)}, "
-        "settings.local.json and ~/.claude/settings.json; plugin hooks are not checked)",
-        f"merge into {_short(settings_json)}: {json.dumps(snippet)}",
-    )
-
-
-def _path_finding(commands: Sequence[str]) -> list[Finding]:
-    """Settings that run a bare `pma-mcp` need it on PATH (hooks run through a shell)."""
-    bare = any(text.split(maxsplit=1)[0] == "pma-mcp" for text in commands if text)
-    if bare and shutil.which("pma-mcp") is None:
+def _path_finding(entries: Sequence[Entry], home: Path) -> list[Finding]:
+    """Settings that run a bare `pma-mcp` need it on the PATH Claude Code gives them."""
+    bare = any(e.command.split(maxsplit=1)[0] == launch.SCRIPT for e in entries if e.command)
+    if bare and not launch.on_path(launch.SCRIPT):
         return [Finding("path", "warn", "your Claude Code settings run `pma-mcp`, which is not "
-                        "on PATH", launch.install_fix())]
+                        "on PATH", launch.path_fix(home))]
     return []

@@ -31,7 +31,7 @@ async def check(settings: Settings, *, cwd: Path, home: Path) -> list[Finding]:
     findings, count = await store_findings(settings)
     findings.append(_token_finding())
     findings.extend(_namespace_findings(settings.namespace, count, cwd, root))
-    findings.extend(claude_setup.findings(root, home))
+    findings.extend(claude_setup.findings(root, cwd, home))
     return findings
 
 
