@@ -108,7 +108,11 @@ def _out(text: str) -> None:
     sys.stdout.write(text + "\n")
 
 
-def _width() -> int:
+def _width() -> int | None:
+    """The terminal's width, to fit table rows to it; None (nothing cut) when stdout is not
+    a terminal: a pipe or a file gets every memory's whole text."""
+    if not sys.stdout.isatty():
+        return None
     return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
 
 
@@ -132,10 +136,38 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"pma-mcp {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in (_add_stats, _add_search, _add_inspect, _add_edit, _add_gc, _add_export,
-                _add_import, _add_seed, _add_doctor, _add_migrate):
+    for add in (_add_stats, _add_search, _add_inspect, _add_edit, _add_ui, _add_gc,
+                _add_export, _add_import, _add_seed, _add_doctor, _add_migrate, _add_hook,
+                _add_serve):
         add(sub)
     return parser
+
+
+ENTRY_POINTS = {
+    "ui": "the memory browser: a local web page on 127.0.0.1 over the same service "
+          "(`pma-mcp ui --help`)",
+    "hook": "one Claude Code hook: hook JSON on stdin, its reply on stdout "
+            "(`pma-mcp hook --help` lists the events)",
+    "serve": "serve MCP over stdio, as `pma-mcp` alone does (what MCP client configs run)",
+}
+"""The commands the entry point (cli.py) starts before this parser sees them: listed here
+so `pma-mcp --help` names every command."""
+
+
+def _entry_point(name: str) -> Callable[[Any], None]:
+    def add(sub: Any) -> None:
+        sub.add_parser(name, help=ENTRY_POINTS[name], add_help=False).set_defaults(
+            handler=_not_here)
+    return add
+
+
+_add_ui, _add_hook, _add_serve = (_entry_point(n) for n in ("ui", "hook", "serve"))
+
+
+async def _not_here(args: argparse.Namespace, settings: Settings) -> int:
+    """Only reached when this parser is called directly, not through `pma-mcp`."""
+    return _fail(f"`{args.command}` is started by the pma-mcp command: run `pma-mcp "
+                 f"{args.command}`")
 
 
 def _namespace_opt(p: argparse.ArgumentParser) -> None:
