@@ -230,6 +230,15 @@ def on_a_terminal(args: list[str], env: dict[str, str]) -> str:
     proc = subprocess.Popen([sys.executable, "-m", "pma_mcp", *args], env=env, stdin=terminal,
                             stdout=terminal, stderr=subprocess.PIPE)
     os.close(terminal)
+    seen = drain(controller)
+    assert proc.wait(timeout=120) == 0
+    assert proc.stderr is not None
+    proc.stderr.close()
+    return seen.decode("utf-8").replace("\r\n", "\n")
+
+
+def drain(controller: int) -> bytes:
+    """Everything written to a pseudo-terminal until the child closes it (then closed)."""
     seen = b""
     while True:
         try:
@@ -240,10 +249,7 @@ def on_a_terminal(args: list[str], env: dict[str, str]) -> str:
             break
         seen += chunk
     os.close(controller)
-    assert proc.wait(timeout=120) == 0
-    assert proc.stderr is not None
-    proc.stderr.close()
-    return seen.decode("utf-8").replace("\r\n", "\n")
+    return seen
 
 
 def test_help_lists_every_command_and_each_one_answers_its_help(env: dict[str, str]) -> None:
@@ -517,16 +523,7 @@ def test_import_progress_bar_only_on_a_terminal(env: dict[str, str], tmp_path: P
     proc = subprocess.Popen([sys.executable, "-m", "pma_mcp", "import", str(doc)],
                             env=env2, stdout=subprocess.PIPE, stderr=slave)
     os.close(slave)
-    seen = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        seen += chunk
-    os.close(master)
+    seen = drain(master)
     assert proc.wait() == 0
     assert proc.stdout is not None and b"imported 600 memories" in proc.stdout.read()
     proc.stdout.close()
