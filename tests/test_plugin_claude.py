@@ -274,6 +274,17 @@ def test_doctor_sees_an_installed_plugin_and_mends_what_runs_twice_or_not_at_all
     assert "pma: " not in listed.replace(CONNECTED, "") and CONNECTED in listed
     assert not warnings(doctor(env, project), "mcp server")
 
+    # a hook in a settings file beside the plugin's: doctor names the file to clear
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir(exist_ok=True)
+    settings.write_text(json.dumps({"hooks": {"Stop": [{"hooks": [
+        {"type": "command", "command": "pma-mcp hook stop || true"}]}]}}))
+    doubled = warnings(doctor(env, project), "hooks")
+    assert len(doubled) == 1 and "Stop run pma-mcp twice" in doubled[0]["detail"], doubled
+    assert doubled[0]["fix"].startswith(f"delete the pma-mcp hooks from {settings};")
+    settings.write_text("{}")
+    assert not warnings(doctor(env, project), "hooks")
+
     # disabled: the fix is enabling it, not adding its parts to the settings
     assert claude(env, "plugin", "disable", PLUGIN, cwd=project).returncode == 0
     report = doctor(env, project)
