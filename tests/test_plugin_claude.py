@@ -209,14 +209,16 @@ def test_a_checkouts_plugin_copy_leaves_its_environment_caches_and_tests_behind(
     clone: Path, claude_env: dict[str, str], project: Path
 ) -> None:
     """A developer's checkout as a local marketplace: Claude Code copies the plugin folder
-    at install (and runs a local marketplace in place), so nothing else may be in it."""
-    for junk in (".venv/lib/site.py", ".hypothesis/examples/x", "pma_mcp/__pycache__/x.pyc"):
+    at install (and runs a local marketplace in place), so nothing else may be in it. (It
+    honours no ignore file: .gitignore lists .venv/, which it copied from the root.)"""
+    for junk in (".venv/lib/site.py", ".hypothesis/examples/x", ".pytest_cache/v/x"):
         (clone / junk).parent.mkdir(parents=True, exist_ok=True)
-        (clone / junk).write_bytes(b"\0" * 100_000)
+        (clone / junk).write_bytes(b"\0" * 1_000_000)
     add_marketplace(claude_env, str(clone), project)
     copy = installed_copy(claude_env)
     assert {p.name for p in copy.iterdir()} <= PLUGIN_FILES | {".in_use"}
     assert not (copy / ".venv").exists() and not (copy / "tests").exists()
+    assert size(copy) < 3_000_000, size(copy)
     details = claude(claude_env, "plugin", "details", PLUGIN, cwd=project)
     assert "SessionStart, UserPromptSubmit, Stop, PreCompact" in details.stdout, details.stdout
     line = server_line(claude_env, project)
