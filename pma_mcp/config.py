@@ -231,6 +231,14 @@ def claude_home(env: Mapping[str, str] | None = None) -> Path:
     return Path(configured).expanduser() if configured else Path.home() / ".claude"
 
 
+def claude_state_file(env: Mapping[str, str] | None = None) -> Path:
+    """Claude Code's `.claude.json` (user- and local-scope MCP servers): inside
+    CLAUDE_CONFIG_DIR when that is set, else ~/.claude.json beside the ~/.claude folder."""
+    env = os.environ if env is None else env
+    configured = env.get("CLAUDE_CONFIG_DIR", "").strip()
+    return (Path(configured).expanduser() if configured else Path.home()) / ".claude.json"
+
+
 def resolve_namespace(env: Mapping[str, str], *, cwd: str | None = None) -> str:
     """PMA_NAMESPACE → CLAUDE_PROJECT_DIR → working directory → "default".
 

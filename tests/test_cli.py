@@ -200,6 +200,72 @@ async def test_search_sees_the_global_namespace_and_marks_it(
     assert ids["user"][:8] in proc.stdout and "[global]" in proc.stdout
 
 
+LONG = ("payments-service retries every webhook three times with exponential backoff, then "
+        "parks it in the dead-letter queue that the on-call engineer drains each morning")
+
+
+async def test_piped_search_keeps_every_memorys_whole_text(
+    db_path: Path, env: dict[str, str]
+) -> None:
+    """A pipe is not a terminal: nothing is cut, however narrow COLUMNS says it is."""
+    async with await open_service(db_path) as service:
+        await service.add(LONG, tags=["payments"])
+    for columns in ("40", "160"):
+        piped = cli("search", "payments webhook", env={**env, "COLUMNS": columns})
+        assert piped.returncode == 0, piped.stderr
+        assert LONG in piped.stdout and "…" not in piped.stdout, piped.stdout
+
+
+async def test_search_on_a_terminal_fits_its_width(db_path: Path, env: dict[str, str]) -> None:
+    async with await open_service(db_path) as service:
+        await service.add(LONG, tags=["payments"])
+    out = on_a_terminal(["search", "payments webhook"], {**env, "COLUMNS": "120"})
+    rows = [line for line in out.splitlines() if "payments-service" in line]
+    assert rows and all(len(line) <= 120 for line in rows) and rows[0].endswith("…"), out
+
+
+def on_a_terminal(args: list[str], env: dict[str, str]) -> str:
+    """stdout of `pma-mcp ARGS` written to a pseudo-terminal."""
+    controller, terminal = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "pma_mcp", *args], env=env, stdin=terminal,
+                            stdout=terminal, stderr=subprocess.PIPE)
+    os.close(terminal)
+    seen = drain(controller)
+    assert proc.wait(timeout=120) == 0
+    assert proc.stderr is not None
+    proc.stderr.close()
+    return seen.decode("utf-8").replace("\r\n", "\n")
+
+
+def drain(controller: int) -> bytes:
+    """Everything written to a pseudo-terminal until the child closes it (then closed)."""
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(controller, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(controller)
+    return seen
+
+
+def test_help_lists_every_command_and_each_one_answers_its_help(env: dict[str, str]) -> None:
+    """Including those the entry point starts itself (ui, hook, serve)."""
+    done = cli("--help", env=env)
+    assert done.returncode == 0
+    listed = [line.split()[0] for line in done.stdout.splitlines()
+              if line.startswith("    ") and not line.startswith("     ")]
+    assert set(listed) >= {"serve", "hook", "ui", "stats", "search", "inspect", "edit", "gc",
+                           "export", "import", "seed", "doctor", "migrate"}, done.stdout
+    for command in listed:
+        answered = cli(command, "--help", env=env)
+        assert answered.returncode == 0, (command, answered.stderr)
+        assert "usage" in (answered.stdout + answered.stderr).lower(), command
+
+
 def test_search_usage_errors_exit_2(env: dict[str, str]) -> None:
     for args in (["search"], ["search", "x", "-n", "0"], ["search", "x", "-n", "many"],
                  ["frobnicate"], []):
@@ -457,16 +523,7 @@ def test_import_progress_bar_only_on_a_terminal(env: dict[str, str], tmp_path: P
     proc = subprocess.Popen([sys.executable, "-m", "pma_mcp", "import", str(doc)],
                             env=env2, stdout=subprocess.PIPE, stderr=slave)
     os.close(slave)
-    seen = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        seen += chunk
-    os.close(master)
+    seen = drain(master)
     assert proc.wait() == 0
     assert proc.stdout is not None and b"imported 600 memories" in proc.stdout.read()
     proc.stdout.close()

@@ -639,7 +639,7 @@ def test_hooks_json_wires_every_event_to_its_command() -> None:
 
 
 def test_plugin_manifest_bundles_the_server_and_relies_on_the_standard_hooks_file() -> None:
-    manifest = json.loads((REPO / ".claude-plugin" / "plugin.json").read_text())
+    manifest = json.loads((REPO / "plugin" / ".claude-plugin" / "plugin.json").read_text())
     assert manifest["name"] == "pma"
     assert "hooks" not in manifest  # hooks/hooks.json is loaded automatically; naming it fails
     server = manifest["mcpServers"]["pma"]

@@ -76,8 +76,8 @@ def test_hook_commands_run_as_claude_code_runs_them(tmp_path: Path, form: str) -
 
 def test_commands_from_a_checkout_run_the_checkout() -> None:
     assert launch.checkout_root() == ROOT
-    assert launch.server_command() == ["uv", "run", "--project", str(ROOT), "pma-mcp"]
-    assert launch.cli("stats") == f"uv run --project {ROOT} pma-mcp stats"
+    assert launch.server_command() == ["uv", "run", "--no-dev", "--project", str(ROOT), "pma-mcp"]
+    assert launch.cli("stats") == f"uv run --no-dev --project {ROOT} pma-mcp stats"
 
 
 def test_hook_help_lists_every_event() -> None:

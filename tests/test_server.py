@@ -382,6 +382,43 @@ async def test_bad_calls_are_actionable_tool_errors(
         assert (await ok(client, "memory_stats"))["total"] == 0
 
 
+WRONG_TYPES: list[tuple[str, dict[str, Any], list[str]]] = [
+    ("recall", {"query": "x", "limit": "five"},
+     ["recall: limit must be a whole number from 1 to 50", "got 'five', a string",
+      'e.g. "limit": 5']),
+    ("remember", {"content": "x", "importance": "high"},
+     ["remember: importance must be a number from 0 to 1", "got 'high'",
+      'e.g. "importance": 0.5']),
+    ("remember", {"content": "x", "importance": "0.7"}, ['e.g. "importance": 0.7']),
+    ("remember", {"content": "x", "tags": "db"},
+     ["tags must be a list of strings", 'send it as a JSON array, e.g. "tags": ["…"]']),
+    ("recall", {"query": "x", "include_global": "no"},
+     ["include_global must be true or false", 'e.g. "include_global": true']),
+    ("recall", {"query": "x", "limit": 51}, ["got 51 (not less than or equal to 50)"]),
+    ("remember", {"content": "x", "tags": ["ok", 5]}, ["tags[1] must be text"]),
+    ("remember", {}, ["remember: content is required: text of at least 1 character"]),
+    ("remember", {"content": "x", "importance": "high", "memory_type": "hot"},
+     ["importance must be", "; memory_type must be one of 'working'"]),
+]
+
+
+@pytest.mark.parametrize(("tool", "args", "needles"), WRONG_TYPES,
+                         ids=[f"{t}-{i}" for i, (t, _, _) in enumerate(WRONG_TYPES)])
+async def test_wrong_typed_arguments_come_back_in_the_tools_words(
+    app: MCPServer[Any], mode: Mode, tool: str, args: dict[str, Any], needles: list[str]
+) -> None:
+    """Not pydantic's report (its class names, error codes and a link to its website): the
+    argument, what it must be, what came, and a value that works."""
+    async with connect(app, mode) as client:
+        text = await fails(client, tool, args)
+        for needle in needles:
+            assert needle in text, text
+        for pydantic in ("pydantic", "validation error for", "[type=", "Arguments", "http"):
+            assert pydantic not in text, text
+        assert text.endswith("Nothing was done.")
+        assert (await ok(client, "memory_stats"))["total"] == 0
+
+
 async def test_hostile_query_text_is_just_text(app: MCPServer[Any], mode: Mode) -> None:
     async with connect(app, mode) as client:
         await remember(client, "NEAR the content column lives the index")

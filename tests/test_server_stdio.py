@@ -12,6 +12,7 @@ import json
 import os
 import pty
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -138,6 +139,20 @@ def initialize(server: RawServer) -> dict[str, Any]:
     return reply
 
 
+async def test_a_wrong_typed_argument_over_stdio_says_how_to_call(tmp_path: Path) -> None:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "pma_mcp"],
+                                   cwd=str(tmp_path), env=server_env(tmp_path / "s.db"))
+    async with Client(params, mode="legacy") as client:
+        bad = await client.call_tool("recall", {"query": "webhooks", "limit": "five"})
+        assert bad.is_error and isinstance(bad.content[0], TextContent)
+        text = bad.content[0].text
+        assert text == ("recall: limit must be a whole number from 1 to 50, got 'five', a "
+                        "string (not a valid integer); send it as a JSON number, e.g. "
+                        '"limit": 5. Nothing was done.'), text
+        good = await client.call_tool("recall", {"query": "webhooks", "limit": 5})
+        assert not good.is_error
+
+
 def test_raw_stdio_every_stdout_line_is_json_rpc(tmp_path: Path, store_settings: Settings) -> None:
     project = tmp_path / "from-claude"
     server = RawServer(server_env(tmp_path / "raw.db", store_settings,
@@ -239,8 +254,33 @@ def test_on_a_terminal_it_prints_a_hint_with_the_checkout_command(tmp_path: Path
     assert b"Waiting for a client" in err
     # From a checkout the hint names a command that works today, not the unpublished package.
     root = str(Path(__file__).resolve().parents[1]).encode()
-    assert b"claude mcp add --scope user pma -- uv run --project " + root + b" pma-mcp" in err
-    assert b"--cli uv run --project " + root + b" pma-mcp --method tools/list" in err
+    assert (b"claude mcp add --scope user pma -- uv run --no-dev --project " + root
+            + b" pma-mcp") in err
+    assert b"--cli uv run --no-dev --project " + root + b" pma-mcp --method tools/list" in err
+
+
+def test_on_a_terminal_ctrl_c_ends_it_too(tmp_path: Path) -> None:
+    """The banner says "Ctrl-D or Ctrl-C to quit": Ctrl-C ends it too, without a traceback
+    (exit 0 once it serves, 130 when it interrupts the start)."""
+    controller, terminal = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "pma_mcp"], cwd=tmp_path, env=server_env(tmp_path / "t.db"),
+            stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        assert proc.stderr is not None
+        seen = b""
+        while b"Ctrl-D or Ctrl-C to quit" not in seen:  # serving: the banner is the last line
+            chunk = os.read(proc.stderr.fileno(), 65536)
+            assert chunk, seen
+            seen += chunk
+        proc.send_signal(signal.SIGINT)  # what Ctrl-C sends the foreground process
+        _, err = proc.communicate(timeout=DEADLINE)
+    finally:
+        os.close(controller)
+        os.close(terminal)
+    assert proc.returncode in (0, 130), err
+    assert b"Traceback" not in err
 
 
 def test_heavy_libraries_stay_unloaded_until_needed() -> None:

@@ -125,6 +125,26 @@ def test_memory_page_and_edit_in_place(page: Page, server: Running,
     assert ids["decision"][:10] in page.locator("table tr").nth(1).inner_text()
 
 
+def test_memory_pages_score_bar_has_a_legend(page: Page, server: Running,
+                                            ids: dict[str, str]) -> None:
+    """Each colour of the bar is named, with its weight, in the bar's order."""
+    page.goto(memory_url(server, ids["decision"]))
+    row = page.locator("tr", has=page.locator("th", has_text="score now"))
+    keys = row.locator("p.legend span[style]")
+    assert keys.count() == 4 and row.locator("p.legend").is_visible()
+    assert [keys.nth(i).inner_text() for i in range(4)] == [
+        "■ semantic × 0.4", "■ importance × 0.3", "■ recency × 0.2", "■ access × 0.1"]
+    rects = row.locator("svg rect")
+    for i in range(4):
+        fill = rects.nth(i).get_attribute("fill") or ""
+        rgb = tuple(int(fill[k:k + 2], 16) for k in (1, 3, 5))
+        shown = keys.nth(i).evaluate("key => getComputedStyle(key).color")
+        assert shown == f"rgb({rgb[0]}, {rgb[1]}, {rgb[2]})", (i, fill, shown)
+        name = keys.nth(i).inner_text().split()[1]
+        assert rects.nth(i).evaluate("rect => rect.textContent").startswith(name)
+    assert "their sum is the composite" in row.inner_text()
+
+
 def test_forget_asks_first_then_deletes(page: Page, server: Running,
                                         ids: dict[str, str]) -> None:
     page.goto(memory_url(server, ids["bug"]))

@@ -15,38 +15,17 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.node_tools import base_python, uv_binary
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def uv(*args: str, cwd: Path = ROOT) -> str:
-    done = subprocess.run([uv_binary(), *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=300, check=False)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+from tests.installs import ROOT, build_wheel, wheel_venv
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not (ROOT / "pyproject.toml").is_file():
-        pytest.skip("needs the source tree to build from")
-    out = tmp_path_factory.mktemp("dist")
-    uv("build", "--wheel", "--offline", "--out-dir", str(out), "--quiet")
-    return next(out.glob("pma_mcp-*.whl"))
+    return build_wheel(tmp_path_factory.mktemp("dist"))
 
 
 @pytest.fixture(scope="module")
 def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    where = tmp_path_factory.mktemp("venv")
-    pins = where / "requirements.txt"
-    uv("export", "--frozen", "--no-dev", "--no-hashes", "--no-emit-project", "--quiet",
-       "-o", str(pins))
-    uv("venv", "--quiet", "--python", base_python(), str(where / "venv"))
-    python = where / "venv" / "bin" / "python"
-    uv("pip", "install", "--quiet", "--python", str(python), "-r", str(pins),
-       str(wheel))
-    return where / "venv"
+    return wheel_venv(wheel, tmp_path_factory.mktemp("venv"))
 
 
 def test_wheel_holds_only_the_package(wheel: Path) -> None:

@@ -1,20 +1,38 @@
-"""`pma-mcp doctor`'s checks of the store: where it is, whether it opens, its schema, its
-integrity and its index — read-only: doctor never creates or migrates the store it checks.
+"""`pma-mcp doctor`: the store (where it is, whether it opens, its schema, its integrity and
+its index), token counting, the namespace, and Claude Code's configuration (claude_setup.py).
+
+Read-only: doctor never creates or migrates the store it checks, nor edits a settings file.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
+import sys
 from pathlib import Path
 
 from pma_mcp import launch
+from pma_mcp.admin import claude_setup
 from pma_mcp.config import Settings
 from pma_mcp.core.errors import DatabaseDamagedError, StorageError
 from pma_mcp.core.models import Finding
+from pma_mcp.core.namespaces import GLOBAL_NAMESPACE
+from pma_mcp.gitconfig import NAMESPACE_PREFIX
 from pma_mcp.store import Store
 from pma_mcp.store.sqlite import db
 from pma_mcp.store.sqlite.schema import SCHEMA_VERSION
 from pma_mcp.store.sqlite.store import SQLiteStore
+
+
+async def check(settings: Settings, *, cwd: Path, home: Path) -> list[Finding]:
+    """Every check, in the order people read them: the store, tokens, the namespace, and
+    Claude Code's configuration of the project Claude Code would start in from `cwd`."""
+    root = claude_setup.project_root(cwd, home)
+    findings, count = await store_findings(settings)
+    findings.append(_token_finding())
+    findings.extend(_namespace_findings(settings.namespace, count, cwd, root))
+    findings.extend(claude_setup.findings(root, cwd, home))
+    return findings
 
 
 async def store_findings(settings: Settings) -> tuple[list[Finding], int | None]:
@@ -184,3 +202,40 @@ async def _index_finding(store: Store, path: Path | str) -> Finding:
                    fix)
 
 
+def _token_finding() -> Finding:
+    from pma_mcp.core.budget import cl100k_cache_file, load_offline_encoding
+
+    encoding = load_offline_encoding()
+    if encoding is not None:
+        return Finding("tokens", "ok", f"tiktoken {encoding.name}: exact token counts")
+    cache = cl100k_cache_file()
+    if cache is None:
+        return Finding("tokens", "warn", "tiktoken's cache is disabled (TIKTOKEN_CACHE_DIR is "
+                       "empty): token counts are estimated as words × 1.3",
+                       "set TIKTOKEN_CACHE_DIR to a directory holding cl100k_base")
+    return Finding("tokens", "warn", "tiktoken's cl100k_base is not on disk: token counts are "
+                   "estimated as words × 1.3",
+                   f"once, with network: {shlex.quote(sys.executable)} -c \"import tiktoken; "
+                   f"tiktoken.get_encoding('cl100k_base')\" (caches it as {cache})")
+
+
+def _namespace_findings(
+    namespace: str, count: int | None, cwd: Path, root: Path
+) -> list[Finding]:
+    here = Settings.from_env({}, cwd=str(cwd)).namespace
+    if namespace == here:
+        source = ("the global default" if here == GLOBAL_NAMESPACE else
+                  "the git remote" if here.startswith(NAMESPACE_PREFIX) else
+                  "the working directory")
+    else:
+        source = "PMA_NAMESPACE or CLAUDE_PROJECT_DIR"
+    held = "" if count is None else f"; {count:,} memories there"
+    findings = [Finding("namespace", "info", f"{namespace} (from {source}){held}")]
+    if namespace == here and root != cwd and Settings.from_env({}, cwd=str(root)).namespace != here:
+        findings.append(Finding(
+            "namespace", "warn",
+            f"Claude Code started in the project root {root} uses namespace {root}, "
+            f"not {namespace}",
+            f"run pma-mcp from {root}, or pass --namespace {root}",
+        ))
+    return findings

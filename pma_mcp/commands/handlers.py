@@ -18,8 +18,6 @@ import dataclasses
 import json
 import logging
 import os
-import re
-import shlex
 import shutil
 import sys
 from collections.abc import Callable, Coroutine, Iterator, Sequence
@@ -27,16 +25,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pma_mcp import __version__, launch
+from pma_mcp import __version__
 from pma_mcp.admin import doctor
 from pma_mcp.commands import outfile, render
 from pma_mcp.config import Settings
 from pma_mcp.core.errors import NotFoundError, PmaError
 from pma_mcp.core.export_format import dumps
 from pma_mcp.core.models import Finding, GCDecision, MemoryType
-from pma_mcp.core.namespaces import GLOBAL_NAMESPACE
 from pma_mcp.core.validation import MAX_METADATA_DEPTH
-from pma_mcp.gitconfig import NAMESPACE_PREFIX
 from pma_mcp.importers import project_docs
 from pma_mcp.service import MAX_LIMIT, MemoryService
 
@@ -112,7 +108,11 @@ def _out(text: str) -> None:
     sys.stdout.write(text + "\n")
 
 
-def _width() -> int:
+def _width() -> int | None:
+    """The terminal's width, to fit table rows to it; None (nothing cut) when stdout is not
+    a terminal: a pipe or a file gets every memory's whole text."""
+    if not sys.stdout.isatty():
+        return None
     return shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
 
 
@@ -136,10 +136,38 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"pma-mcp {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in (_add_stats, _add_search, _add_inspect, _add_edit, _add_gc, _add_export,
-                _add_import, _add_seed, _add_doctor, _add_migrate):
+    for add in (_add_stats, _add_search, _add_inspect, _add_edit, _add_ui, _add_gc,
+                _add_export, _add_import, _add_seed, _add_doctor, _add_migrate, _add_hook,
+                _add_serve):
         add(sub)
     return parser
+
+
+ENTRY_POINTS = {
+    "ui": "the memory browser: a local web page on 127.0.0.1 over the same service "
+          "(`pma-mcp ui --help`)",
+    "hook": "one Claude Code hook: hook JSON on stdin, its reply on stdout "
+            "(`pma-mcp hook --help` lists the events)",
+    "serve": "serve MCP over stdio, as `pma-mcp` alone does (what MCP client configs run)",
+}
+"""The commands the entry point (cli.py) starts before this parser sees them: listed here
+so `pma-mcp --help` names every command."""
+
+
+def _entry_point(name: str) -> Callable[[Any], None]:
+    def add(sub: Any) -> None:
+        sub.add_parser(name, help=ENTRY_POINTS[name], add_help=False).set_defaults(
+            handler=_not_here)
+    return add
+
+
+_add_ui, _add_hook, _add_serve = (_entry_point(n) for n in ("ui", "hook", "serve"))
+
+
+async def _not_here(args: argparse.Namespace, settings: Settings) -> int:
+    """Only reached when this parser is called directly, not through `pma-mcp`."""
+    return _fail(f"`{args.command}` is started by the pma-mcp command: run `pma-mcp "
+                 f"{args.command}`")
 
 
 def _namespace_opt(p: argparse.ArgumentParser) -> None:
@@ -553,13 +581,7 @@ async def _seed(args: argparse.Namespace, settings: Settings) -> int:
 async def _doctor(args: argparse.Namespace, settings: Settings) -> int:
     if args.repair:
         return await _repair(args, settings)
-    cwd = Path.cwd()
-    home = Path.home()
-    root = _project_root(cwd, home)
-    findings, count = await doctor.store_findings(settings)
-    findings.append(_token_finding())
-    findings.extend(_namespace_findings(settings.namespace, count, cwd, root))
-    findings.extend(_claude_findings(root, home))
+    findings = await doctor.check(settings, cwd=Path.cwd(), home=Path.home())
     return _report(findings, args.json)
 
 
@@ -619,196 +641,3 @@ async def _repair(args: argparse.Namespace, settings: Settings) -> int:
     else:
         _out("\n".join(lines))
     return EXIT_OK
-
-
-def _token_finding() -> Finding:
-    from pma_mcp.core.budget import cl100k_cache_file, load_offline_encoding
-
-    encoding = load_offline_encoding()
-    if encoding is not None:
-        return Finding("tokens", "ok", f"tiktoken {encoding.name}: exact token counts")
-    cache = cl100k_cache_file()
-    if cache is None:
-        return Finding("tokens", "warn", "tiktoken's cache is disabled (TIKTOKEN_CACHE_DIR is "
-                       "empty): token counts are estimated as words × 1.3",
-                       "set TIKTOKEN_CACHE_DIR to a directory holding cl100k_base")
-    return Finding("tokens", "warn", "tiktoken's cl100k_base is not on disk: token counts are "
-                   "estimated as words × 1.3",
-                   f"once, with network: {shlex.quote(sys.executable)} -c \"import tiktoken; "
-                   f"tiktoken.get_encoding('cl100k_base')\" (caches it as {cache})")
-
-
-def _namespace_findings(
-    namespace: str, count: int | None, cwd: Path, root: Path
-) -> list[Finding]:
-    here = Settings.from_env({}, cwd=str(cwd)).namespace
-    if namespace == here:
-        source = ("the global default" if here == GLOBAL_NAMESPACE else
-                  "the git remote" if here.startswith(NAMESPACE_PREFIX) else
-                  "the working directory")
-    else:
-        source = "PMA_NAMESPACE or CLAUDE_PROJECT_DIR"
-    held = "" if count is None else f"; {count:,} memories there"
-    findings = [Finding("namespace", "info", f"{namespace} (from {source}){held}")]
-    if namespace == here and root != cwd and Settings.from_env({}, cwd=str(root)).namespace != here:
-        findings.append(Finding(
-            "namespace", "warn",
-            f"Claude Code started in the project root {root} uses namespace {root}, "
-            f"not {namespace}",
-            f"run pma-mcp from {root}, or pass --namespace {root}",
-        ))
-    return findings
-
-
-# ---------------------------------------------------- Claude Code settings
-
-HOOK_EVENTS = {
-    "SessionStart": "session-start",
-    "UserPromptSubmit": "user-prompt-submit",
-    "Stop": "stop",
-    "PreCompact": "pre-compact",
-}
-_PMA = re.compile(r"pma[-_]mcp", re.IGNORECASE)
-
-
-def _project_root(cwd: Path, home: Path) -> Path:
-    """The nearest directory up from `cwd` with Claude Code project files or a .git."""
-    for folder in (cwd, *cwd.parents):
-        if folder == home:
-            break
-        if (folder / ".mcp.json").is_file() or (folder / ".claude").is_dir():
-            return folder
-        if (folder / ".git").exists():
-            return folder
-    return cwd
-
-
-def _claude_findings(root: Path, home: Path) -> list[Finding]:
-    files = {
-        "mcp": root / ".mcp.json",
-        "project": root / ".claude" / "settings.json",
-        "local": root / ".claude" / "settings.local.json",
-        "user": home / ".claude" / "settings.json",
-        "claude.json": home / ".claude.json",
-    }
-    loaded: dict[str, dict[str, Any]] = {}
-    findings: list[Finding] = []
-    for key, path in files.items():
-        data, problem = _load_settings(path)
-        if problem:
-            findings.append(Finding("claude code", "warn", problem,
-                                    f"fix the JSON in {path}"))
-        if data is not None:
-            loaded[key] = data
-    servers = list(_servers(loaded, root))
-    handlers = {event: list(_hook_handlers(loaded, event, files)) for event in HOOK_EVENTS}
-    hooks = {event: sorted({where for where, _ in found}) for event, found in handlers.items()}
-    findings.append(_server_finding(servers, files["mcp"]))
-    findings.append(_hooks_finding(hooks, files["project"]))
-    disabled = [str(files[k]) for k in ("project", "local", "user")
-                if loaded.get(k, {}).get("disableAllHooks") is True]
-    if disabled:
-        findings.append(Finding("hooks", "warn", f"disableAllHooks is true in {disabled[0]}",
-                                "remove disableAllHooks to let the memory hooks run"))
-    commands = [text for _, _, text in servers]
-    commands += [text for found in handlers.values() for _, text in found]
-    findings.extend(_path_finding(commands))
-    return findings
-
-
-def _load_settings(path: Path) -> tuple[dict[str, Any] | None, str]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None, ""
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, f"cannot read {path}: {exc}"
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return None, f"{path} is not valid JSON ({exc.msg}, line {exc.lineno})"
-    if not isinstance(data, dict):
-        return None, f"{path} does not hold a JSON object"
-    return data, ""
-
-
-def _command_text(entry: object) -> str:
-    if not isinstance(entry, dict):
-        return ""
-    args = entry.get("args")
-    parts = [str(entry.get("command", ""))]
-    if isinstance(args, list):
-        parts.extend(str(a) for a in args)
-    return " ".join(p for p in parts if p)
-
-
-def _servers(loaded: dict[str, dict[str, Any]], root: Path) -> Iterator[tuple[str, str, str]]:
-    """(where, server name, command line) of every MCP server entry that runs pma-mcp."""
-    blocks: list[tuple[str, object]] = [
-        (".mcp.json", loaded.get("mcp", {}).get("mcpServers")),
-        ("~/.claude.json (user scope)", loaded.get("claude.json", {}).get("mcpServers")),
-    ]
-    projects = loaded.get("claude.json", {}).get("projects")
-    if isinstance(projects, dict) and isinstance(projects.get(str(root)), dict):
-        blocks.append(("~/.claude.json (local scope)", projects[str(root)].get("mcpServers")))
-    for where, block in blocks:
-        if not isinstance(block, dict):
-            continue
-        for name, entry in block.items():
-            text = _command_text(entry)
-            if _PMA.search(text):
-                yield where, str(name), text
-
-
-def _hook_handlers(
-    loaded: dict[str, dict[str, Any]], event: str, files: dict[str, Path]
-) -> Iterator[tuple[str, str]]:
-    """(settings file, command line) of every `event` hook handler that runs pma-mcp."""
-    for key in ("project", "local", "user"):
-        hooks = loaded.get(key, {}).get("hooks")
-        groups = hooks.get(event) if isinstance(hooks, dict) else None
-        for group in groups if isinstance(groups, list) else []:
-            handlers = group.get("hooks") if isinstance(group, dict) else None
-            for handler in handlers if isinstance(handlers, list) else []:
-                text = _command_text(handler)
-                if _PMA.search(text):
-                    yield _short(files[key]), text
-
-
-def _short(path: Path) -> str:
-    home = Path.home()
-    return f"~/{path.relative_to(home)}" if path.is_relative_to(home) else str(path)
-
-
-def _server_finding(servers: Sequence[tuple[str, str, str]], mcp_json: Path) -> Finding:
-    if servers:
-        where, name, text = servers[0]
-        return Finding("mcp server", "ok", f"{name!r} in {where}: {text}")
-    return Finding(
-        "mcp server", "warn",
-        f"no MCP server entry runs pma-mcp (looked in {_short(mcp_json)} and ~/.claude.json)",
-        f"claude mcp add --scope project pma -- {launch.cli()}",
-    )
-
-
-def _hooks_finding(hooks: dict[str, list[str]], settings_json: Path) -> Finding:
-    missing = [event for event, where in hooks.items() if not where]
-    if not missing:
-        sources = sorted({w for where in hooks.values() for w in where})
-        return Finding("hooks", "ok", f"{', '.join(hooks)} run pma-mcp ({', '.join(sources)})")
-    snippet = launch.settings_hooks(missing)
-    return Finding(
-        "hooks", "warn",
-        f"no pma-mcp hook for {', '.join(missing)} (looked in {_short(settings_json)}, "
-        "settings.local.json and ~/.claude/settings.json; plugin hooks are not checked)",
-        f"merge into {_short(settings_json)}: {json.dumps(snippet)}",
-    )
-
-
-def _path_finding(commands: Sequence[str]) -> list[Finding]:
-    """Settings that run a bare `pma-mcp` need it on PATH (hooks run through a shell)."""
-    bare = any(text.split(maxsplit=1)[0] == "pma-mcp" for text in commands if text)
-    if bare and shutil.which("pma-mcp") is None:
-        return [Finding("path", "warn", "your Claude Code settings run `pma-mcp`, which is not "
-                        "on PATH", launch.install_fix())]
-    return []

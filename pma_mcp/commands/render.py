@@ -92,7 +92,8 @@ def table(
     align: Sequence[Align] | None = None,
     width: int | None = None,
 ) -> str:
-    """Columns padded to fit; the last column is clipped so a line fits in `width`."""
+    """Columns padded to fit; the last column is clipped so a line fits in `width` (without
+    a width it is whole: whitespace runs become one space, so a row stays one line)."""
     aligns: list[Align] = list(align) if align else ["<"] * len(headers)
     widths = [len(h) for h in headers]
     for row in rows:
@@ -151,8 +152,10 @@ def stats_text(stats: Stats) -> str:
 
 
 def search_text(
-    query: str, own: str, results: Sequence[ScoredMemory], width: int
+    query: str, own: str, results: Sequence[ScoredMemory], width: int | None
 ) -> str:
+    """The ranked table; with a `width` (a terminal's) the content is cut to fit it, without
+    one each memory's whole text is on its row."""
     if not results:
         return f"no memories match {query!r} in {own} or the global namespace"
     rows = []

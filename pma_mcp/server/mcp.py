@@ -31,7 +31,7 @@ from mcp.server.apps import Apps
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.types import INVALID_PARAMS, CallToolResult, InputRequiredResult, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from pma_mcp import __version__, launch
 from pma_mcp.config import LOG_LEVELS, Settings, namespace_allowed
@@ -53,6 +53,7 @@ from pma_mcp.core.validation import (
     MIN_PREFIX,
 )
 from pma_mcp.server import mcp_app
+from pma_mcp.server.arguments import explain as explain_arguments
 from pma_mcp.server.outputs import (
     ContextResult,
     Forgotten,
@@ -112,7 +113,7 @@ def tty_hint() -> str:
         f"  Inspector:    npx @modelcontextprotocol/inspector --cli {command} "
         "--method tools/list\n"
         f"  Released:     {' '.join(launch.RELEASED)} (once published)\n"
-        "Waiting for a client on stdin (Ctrl-C to quit).\n"
+        "Waiting for a client on stdin (Ctrl-D or Ctrl-C to quit).\n"
     )
 
 USAGE = """\
@@ -265,11 +266,14 @@ class _Runtime:
 
 
 class _Server(MCPServer[MemoryService]):
-    """MCPServer that refuses tool arguments it does not know.
+    """MCPServer that refuses tool arguments it does not know, and says what is wrong with
+    the ones it knows in the tool's words.
 
     The SDK (2.x) validates tool arguments with pydantic's default `extra="ignore"`, so a
     misspelled `tag` for `tags` is dropped and the call succeeds doing something else. The raw
-    arguments are checked here, before that validation, against the tool's parameters.
+    arguments are checked here, before that validation, against the tool's parameters. A value
+    of the wrong type or range fails the SDK's validation; its pydantic report becomes the
+    message of arguments.explain.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -284,7 +288,14 @@ class _Server(MCPServer[MemoryService]):
         unknown = [] if accepted is None else [a for a in arguments if a not in accepted]
         if accepted is not None and unknown:
             raise ToolError(unknown_arguments(name, unknown, accepted))
-        return await super().call_tool(name, arguments, context)
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as err:
+            tool = self._tool_manager.get_tool(name)
+            if isinstance(err.__cause__, ValidationError) and tool is not None:
+                errors = err.__cause__.errors(include_url=False)
+                raise ToolError(explain_arguments(name, errors, tool.parameters)) from None
+            raise
 
 
 def unknown_arguments(tool: str, unknown: Sequence[str], accepted: Sequence[str]) -> str:
@@ -711,8 +722,8 @@ def main(argv: Sequence[str] = ()) -> int:
         sys.stderr.write(f"pma-mcp: configuration error: {err}\n")
         return 1
     configure_logging(settings)
-    sys.stderr.write(banner(settings, tty=sys.stdin.isatty()))
-    try:
+    try:  # Ctrl-C from the banner on ends it quietly, like Ctrl-D
+        sys.stderr.write(banner(settings, tty=sys.stdin.isatty()))
         anyio.run(build_server(settings, on_closed=_exit_soon).run_stdio_async)
     except BaseException as exc:
         if _only(exc, KeyboardInterrupt):

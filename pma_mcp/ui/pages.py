@@ -207,15 +207,13 @@ def _row(m: Memory) -> str:
 
 def search_results(namespace: str, namespaces: Sequence[str], results: Sequence[ScoredMemory],
                    values: Mapping[str, str], weights: Weights) -> str:
-    legend = " ".join(f'<span style="color:{COLOURS[p]}">■ {p} × {w:g}</span>'
-                      for p, w in zip(PARTS, _weights(weights), strict=True))
     rows = "".join(
         f'<tr><td>{i}</td><td><a href="{e(_scored_link(r, values))}">'
         f"<code>{e(r.memory.id[:10])}</code></a></td><td>{parts_bar(r, weights)}</td>"
         f"<td class=tier>{e(r.memory.memory_type.value)}</td>"
         f"<td class=text>{e(preview(r.memory.content, PREVIEW_CHARS))}</td></tr>"
         for i, r in enumerate(results, 1))
-    table = (f"<p>{legend}</p><table><tr><th>#</th><th>id</th><th>composite = its four "
+    table = (f"{legend(weights)}<table><tr><th>#</th><th>id</th><th>composite = its four "
              f"weighted parts</th><th>tier</th><th>content</th></tr>{rows}</table>"
              if rows else "<p class=muted>Nothing matched.</p>")
     ignored = [k for k in ("entity", "source", "since", "until") if values.get(k)]
@@ -238,6 +236,14 @@ def weighted_parts(r: ScoredMemory, weights: Weights) -> dict[str, float]:
     b = r.breakdown
     values = (b.semantic_similarity, b.importance, b.recency, b.access_frequency)
     return {p: w * v for p, w, v in zip(PARTS, _weights(weights), values, strict=True)}
+
+
+def legend(weights: Weights) -> str:
+    """Which colour of a score bar is which weighted part (the bar is their sum)."""
+    keys = " ".join(f'<span style="color:{COLOURS[p]}">■ {p} × {w:g}</span>'
+                    for p, w in zip(PARTS, _weights(weights), strict=True))
+    return (f'<p class="legend">{keys} <span class=muted>— the score bar\'s parts, left to '
+            "right; their sum is the composite</span></p>")
 
 
 def parts_bar(r: ScoredMemory, weights: Weights, width: int = 200) -> str:
@@ -273,7 +279,7 @@ def memory_page(result: InspectResult, weights: Weights, csrf: str,
         ("created", e(when(m.created_at))), ("last accessed", e(when(m.accessed_at))),
         ("session", e(m.session_id or "–")),
         ("superseded by", _memory_link(m.superseded_by, m.namespace)),
-        ("score now", parts_bar(scored, weights)),
+        ("score now", parts_bar(scored, weights) + legend(weights)),
     ))
     target = m.memory_type.value if result.predicted_tier is None else (
         result.predicted_tier.value)
