@@ -55,6 +55,9 @@ class Migration:
     derive: tuple[str, ...] = ()
     """Statements that (re)compute data kept beside the rows from the rows themselves; run
     after `statements`, and idempotent, so a fixture written row by row can refill them."""
+    fill: Callable[[aiosqlite.Connection], Awaitable[None]] | None = None
+    """A step SQL cannot say, run in this process after `derive` (a rule of the store's
+    written in Python), in the migration's transaction."""
 
 
 # ------------------------------------------------------------------ storage faults
@@ -360,5 +363,7 @@ async def migrate(conn: aiosqlite.Connection, migrations: Sequence[Migration]) -
             log.info("migrating database schema to v%d (%s)", step.version, step.name)
             for statement in (*step.statements, *step.derive):
                 await conn.execute(statement)
+            if step.fill is not None:
+                await step.fill(conn)
         await conn.execute(f"PRAGMA user_version = {latest}")
     return latest

@@ -7,10 +7,24 @@ a released migration: add the next one (and its fixture DB, tests/fixtures/make_
 
 from __future__ import annotations
 
-from pma_mcp.core.text.analysis import TOKENIZER as FTS_TOKENIZER
-from pma_mcp.store.sqlite import db
+import time
 
-"""Porter stemming over unicode61: the full-text index's tokenizer, and the analyser's."""
+import aiosqlite
+
+from pma_mcp.core.text.analysis import TOKENIZER as FTS_TOKENIZER  # Porter over unicode61
+from pma_mcp.store import steps, upkeep
+from pma_mcp.store.sqlite import db
+from pma_mcp.store.sqlite.backend import SqliteTx
+
+
+async def _fold_spellings(conn: aiosqlite.Connection) -> None:
+    """steps.fold_spellings inside the migration's transaction."""
+    work = upkeep.Work(SqliteTx(conn, getattr(conn, "database", db.MEMORY)))
+    await steps.fold_spellings(work, time.time())
+    await work.flush()
+
+SPELLINGS_FOLDED = 14
+"""The version whose step folds namespaces stored under another spelling of a path."""
 
 MIGRATIONS: tuple[db.Migration, ...] = (
     db.Migration(
@@ -238,6 +252,12 @@ MIGRATIONS: tuple[db.Migration, ...] = (
         # runs the analyser over every memory once (pma_term_seq, ~4 s at 100k).
         ("ALTER TABLE memories ADD COLUMN term_seq BLOB NOT NULL DEFAULT x''",),
         derive=("UPDATE memories SET term_seq = pma_term_seq(content)",),
+    ),
+    db.Migration(
+        SPELLINGS_FOLDED,
+        "namespaces stored under another spelling of a path folded into the canonical one",
+        (),
+        fill=_fold_spellings,
     ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
