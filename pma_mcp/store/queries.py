@@ -93,7 +93,7 @@ class Queries:
         return relevance.analysed(query, terms, *await self.statistics(list(terms), namespaces))
 
     async def lexical_candidates(self, query: str, scope: Scope, limit: int) -> list[Candidate]:
-        """The backend's index picks the candidates (Backend.candidates); store.lexical scores
+        """The backend's index picks the candidates (Backend.candidates); core.text.relevance scores
         them from their term vectors and the scope's statistics."""
         analysed = await self._analyse(query, scope.namespaces)
         if analysed is None or not analysed.searched:

@@ -7,7 +7,6 @@ cheapest row SQLite's driver gives.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -128,23 +127,6 @@ def lineage_event(r: Row) -> LineageEvent:
         score=r[5], reason=r[6], count=r[7],
         last_at=to_datetime(r[8]) if r[8] is not None else None,
     )
-
-
-def lineage_row(
-    memory_id: str,
-    namespace: str,
-    event: str,
-    at: float,
-    *,
-    from_tier: MemoryType | None = None,
-    to_tier: MemoryType | None = None,
-    score: float | None = None,
-    reason: str = "",
-) -> tuple[Any, ...]:
-    """INSERT_LINEAGE's values for one event (a NaN score is stored as none)."""
-    return (memory_id, namespace, event, at, from_tier.value if from_tier else None,
-            to_tier.value if to_tier else None,
-            score if score is None or math.isfinite(score) else None, reason, 1, None)
 
 
 def json_list(text: str) -> list[str]:

@@ -25,7 +25,7 @@ Rows are positional (a tuple, or asyncpg's Record): mappers read them by index.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
 from pma_mcp.core.models import Memory, Scope
@@ -55,17 +55,10 @@ class Tx(Reads, Protocol):
         """Insert each row that fits the table (constraints, types); how many did."""
         ...
 
-    async def index(
-        self,
-        seq: int,
-        *,
-        content: str | None = None,
-        labels: str | None = None,
-        context: str | None = None,
-        new: bool = False,
-    ) -> None:
-        """The texts of memory `seq` that changed (`new`: its first entry); with none given,
-        its current flag or vectors did."""
+    async def index(self, seq: int, texts: Mapping[str, str] | None = None, *,
+                    new: bool = False) -> None:
+        """Memory `seq`'s texts that changed ("content", "labels", "context"; `new`: all
+        three, its first entry); without texts, its current flag or vectors did."""
         ...
 
     async def unindex(self, seq: int) -> None:

@@ -35,8 +35,8 @@ async def insert_row(
     content_terms = await upkeep.set_own_terms(tx, seq, memory.namespace, memory.content,
                                                labels)
     earlier = await upkeep.neighbours(tx, memory.namespace, memory.session_id, seq)
-    await tx.index(seq, content=memory.content, labels=labels,
-                   context=" ".join(text for _, text in earlier), new=True)
+    await tx.index(seq, {"content": memory.content, "labels": labels,
+                         "context": " ".join(text for _, text in earlier)}, new=True)
     around = [s for s, _ in earlier]
     await upkeep.set_context_terms(tx, seq, memory.namespace, around)
     await upkeep.refresh_context(tx, memory.namespace, memory.session_id, around)
@@ -145,7 +145,7 @@ async def edit(w: Work, old: Memory, new: Memory, now: float, reason: str) -> Me
     await tx.execute("DELETE FROM memory_labels WHERE seq = ?", old.seq)
     await upkeep.write_labels(tx, old.seq, new.tags, new.linked_entities)
     labels = rows.labels_text(new.tags, new.linked_entities)
-    await tx.index(old.seq, content=new.content, labels=labels)
+    await tx.index(old.seq, {"content": new.content, "labels": labels})
     new_terms = await upkeep.set_own_terms(tx, old.seq, old.namespace, new.content, labels)
     if new.content != old.content:
         w.count_terms(set(bm25.decode(str(before or ""))), -1)
@@ -215,7 +215,7 @@ async def merge(
                      json.dumps(tags), json.dumps(entities), gone.access_count, keep.seq)
     await upkeep.write_labels(tx, keep.seq, tags, entities)
     labels = rows.labels_text(tags, entities)
-    await tx.index(keep.seq, labels=labels)
+    await tx.index(keep.seq, {"labels": labels})
     await upkeep.set_own_terms(tx, keep.seq, keep.namespace, current.content, labels)
     await upkeep.lineage(tx, keep.id, keep.namespace, "merge", now, from_tier=keep.memory_type,
                          to_tier=keep.memory_type, score=score,

@@ -15,6 +15,7 @@ lock its rows in the same order and cannot deadlock on them.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from collections.abc import Set as AbstractSet
@@ -93,9 +94,10 @@ async def lineage(
     score: float | None = None,
     reason: str = "",
 ) -> None:
-    await tx.execute(rows.INSERT_LINEAGE, *rows.lineage_row(
-        memory_id, namespace, event, at, from_tier=from_tier, to_tier=to_tier, score=score,
-        reason=reason))
+    """One lineage event (a NaN score is stored as none)."""
+    await tx.execute(rows.INSERT_LINEAGE, memory_id, namespace, event, at,
+                     from_tier.value if from_tier else None, to_tier.value if to_tier else None,
+                     score if score is None or math.isfinite(score) else None, reason, 1, None)
 
 
 async def touch(tx: Tx, memories: Sequence[Memory], now: float, reason: str) -> None:
@@ -137,7 +139,7 @@ async def refresh_context(
     """Rewrite the context text and vector of `seqs` from their current neighbours."""
     for seq in seqs:
         around = await neighbours(tx, namespace, session_id, seq)
-        await tx.index(seq, context=" ".join(text for _, text in around))
+        await tx.index(seq, {"context": " ".join(text for _, text in around)})
         await set_context_terms(tx, seq, namespace, [s for s, _ in around])
 
 

@@ -28,7 +28,7 @@ import json
 import random
 import re
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import asyncpg
@@ -143,16 +143,9 @@ class PgTx:
             fitted += 1
         return fitted
 
-    async def index(
-        self,
-        seq: int,
-        *,
-        content: str | None = None,
-        labels: str | None = None,
-        context: str | None = None,
-        new: bool = False,
-    ) -> None:
-        self._dirty.add(seq)
+    async def index(self, seq: int, texts: Mapping[str, str] | None = None, *,
+                    new: bool = False) -> None:
+        self._dirty.add(seq)  # postings are made from the vectors, not the texts
 
     async def unindex(self, seq: int) -> None:
         self._dirty.discard(seq)  # its postings went with it (ON DELETE CASCADE)

@@ -2,9 +2,9 @@
 
 The candidates are the memories of the scope holding a searched term, ranked by BM25 summed
 over their postings in SQL: the idf of each term comes from the searched namespaces'
-statistics (store.lexical), the frequency is the column-weighted sum of the posting's content,
+statistics (core.text.relevance), the frequency is the column-weighted sum of the posting's content,
 label and (for terms searched everywhere) context counts, normalised by the memory's length
-against the scope's average. That is the exact score store.lexical computes from the vectors
+against the scope's average. That is the exact score core.text.relevance computes from the vectors
 afterwards, less the speaker boost; the store re-scores the `limit` best with
 relevance.similarities, so both backends give a memory the same semantic_similarity.
 """

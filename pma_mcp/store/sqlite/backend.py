@@ -19,7 +19,7 @@ import functools
 import re
 import sqlite3
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import aiosqlite
@@ -126,25 +126,17 @@ class SqliteTx(SqliteReads):
             fitted += 1
         return fitted
 
-    async def index(
-        self,
-        seq: int,
-        *,
-        content: str | None = None,
-        labels: str | None = None,
-        context: str | None = None,
-        new: bool = False,
-    ) -> None:
+    async def index(self, seq: int, texts: Mapping[str, str] | None = None, *,
+                    new: bool = False) -> None:
         if new:
+            assert texts is not None
             await self.execute("INSERT INTO memory_fts (rowid, content, labels, context) "
-                               "VALUES (?, ?, ?, ?)", seq, content, labels, context)
-            return
-        changed = [(c, v) for c, v in (("content", content), ("labels", labels),
-                                       ("context", context)) if v is not None]
-        if changed:
+                               "VALUES (?, ?, ?, ?)", seq, texts["content"], texts["labels"],
+                               texts["context"])
+        elif texts:
             await self.execute(
-                f"UPDATE memory_fts SET {', '.join(f'{c} = ?' for c, _ in changed)} "
-                "WHERE rowid = ?", *(v for _, v in changed), seq)
+                f"UPDATE memory_fts SET {', '.join(f'{c} = ?' for c in texts)} "
+                "WHERE rowid = ?", *texts.values(), seq)
 
     async def unindex(self, seq: int) -> None:
         await self.execute("DELETE FROM memory_fts WHERE rowid = ?", seq)

@@ -221,7 +221,7 @@ MIGRATIONS: tuple[db.Migration, ...] = (
         10,
         "importance and access count per namespace: inspect's bounded read (by_gc_score)",
         # Index only: reading memories best-scored first without a query had to score and
-        # sort the whole namespace (~0.3 s at 100k); see SQLiteStore.by_gc_score.
+        # sort the whole namespace (~0.3 s at 100k); see store/collection.py, tier_facts_by_score.
         ("CREATE INDEX memories_importance ON memories(namespace, importance)",
          "CREATE INDEX memories_accessed ON memories(namespace, access_count)"),
     ),
@@ -232,7 +232,7 @@ MIGRATIONS: tuple[db.Migration, ...] = (
     ),
     db.Migration(
         12,
-        "covering indexes for inspect's bounded read (SQLiteStore.tier_facts_by_score)",
+        "covering indexes for inspect's bounded read (tier_facts_by_score, store/collection.py)",
         # Indexes only: each page of ~1,000 memories in descending importance looked up its
         # rows in the table (~11 ms a page at 100k), and so did the ~2,000 memories of the
         # last 48 hours (~6 ms); from the indexes alone each takes ~1 ms. They start with the
