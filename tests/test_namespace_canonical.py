@@ -21,6 +21,7 @@ from pma_mcp.config import Settings
 from pma_mcp.core.budget import WordEstimate
 from pma_mcp.core.namespaces import canonical_namespace
 from pma_mcp.service import MemoryService
+from pma_mcp.store.sqlite.schema import SPELLINGS_FOLDED as FOLD_VERSION
 from tests.reliability import checks
 from tests.test_hooks import REPLY, Hook, Transcript, hook_env, stop_input
 
@@ -120,6 +121,8 @@ async def old_store(db: Path, real: Path, link: Path) -> None:
             for table in ("memories", "lineage", "namespace_terms", "namespace_stats"):
                 conn.execute(f"UPDATE {table} SET namespace = ? WHERE namespace = ?",
                              (spelling, f"old-{i}"))
+    # ... and at the schema version before the one that folds old spellings.
+    conn.execute(f"PRAGMA user_version = {FOLD_VERSION - 1}")
     conn.close()
 
 

@@ -15,9 +15,10 @@ import pytest
 from pma_mcp.core.errors import StorageBusyError, StorageError, StorageUnavailableError
 from pma_mcp.core.models import Scope
 from pma_mcp.store.postgres import url as urls
-from pma_mcp.store.postgres.index import WRITE_LOCK_CLASS
+from pma_mcp.store.postgres.backend import WRITE_LOCK_CLASS
 from pma_mcp.store.postgres.schema import SCHEMA_VERSION
 from pma_mcp.store.postgres.store import PostgresStore
+from tests import postgres
 from tests.test_store_contract import NS, consistent, mem
 
 pytestmark = pytest.mark.postgres
@@ -99,9 +100,9 @@ async def test_concurrent_openers_migrate_once(postgres_url: str) -> None:
     stores = await asyncio.gather(*(PostgresStore.open(postgres_url) for _ in range(4)))
     try:
         assert [await s.schema_version() for s in stores] == [SCHEMA_VERSION] * 4
-        async with stores[0]._read() as conn:
-            assert await conn.fetchval("SELECT count(*) FROM schema_version") == 1
-            await conn.execute("UPDATE schema_version SET version = 99")
+        (count,) = await postgres.fetch(postgres_url, "SELECT count(*) FROM schema_version")
+        assert count[0] == 1
+        await postgres.execute(postgres_url, "UPDATE schema_version SET version = 99")
     finally:
         for s in stores:
             await s.close()
@@ -116,9 +117,8 @@ async def test_a_v1_schema_gains_each_memorys_term_sequence(postgres_url: str) -
         stored = [mem(f"Deploy note {i}: the payments service talks to ledger {i}")
                   for i in range(5)]
         await store.insert_many(stored, skip_existing=False)
-        async with store._read() as conn:
-            await conn.execute("ALTER TABLE memories DROP COLUMN term_seq")
-            await conn.execute("UPDATE schema_version SET version = 1")
+        await postgres.execute(postgres_url, "ALTER TABLE memories DROP COLUMN term_seq")
+        await postgres.execute(postgres_url, "UPDATE schema_version SET version = 1")
     finally:
         await store.close()
     store = await PostgresStore.open(postgres_url)

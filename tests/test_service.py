@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import stat
 from pathlib import Path
 
@@ -317,8 +318,9 @@ async def test_index_stays_consistent(service: MemoryService) -> None:
 
 async def _set_id(service: MemoryService, old: str, new: str) -> None:
     """Give a memory a chosen id so prefix collisions are deterministic."""
-    conn = sqlite_store(service)._conn
-    await conn.execute("UPDATE memories SET id = ? WHERE id = ?", (new, old))
+    with sqlite3.connect(sqlite_store(service).location) as conn:
+        conn.execute("UPDATE memories SET id = ? WHERE id = ?", (new, old))
+    conn.close()
 
 
 async def test_concurrent_calls_on_one_service_do_not_nest_transactions(

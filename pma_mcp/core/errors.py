@@ -48,6 +48,11 @@ class StorageBusyError(StorageError):
     """
 
 
+class ConflictError(StorageError):
+    """The memory changed under the call (another writer edited it since it was read);
+    nothing was written: read it again and retry."""
+
+
 class StorageUnavailableError(StorageError):
     """The database server could not be reached or the connection was cut; retryable, and
     the next call reconnects. A write that raised this was not acknowledged."""

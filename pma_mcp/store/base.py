@@ -1,17 +1,20 @@
-"""The storage seam: what the service needs from a store, and the values that cross it.
+"""What the service needs from a store, and the values that cross it.
 
-Two backends implement `Store`: SQLite (store/sqlite/, the embedded default) and PostgreSQL
-(store/postgres/, a shared team database). Above this line nothing names a backend or a
-driver: `open_store(settings)` picks one, every driver error leaves a store as a
-`StorageError` (a busy/locked database as `StorageBusyError`), and each store serialises its own
-writes, so callers may share one store between concurrent coroutines.
+`Store` is implemented once (store/memories.py, MemoryStore) over two backends: SQLite
+(store/sqlite/, the embedded default) and PostgreSQL (store/postgres/, a shared team
+database), each supplying only what store/seam.py asks of it. Above this line nothing names a
+backend or a driver: `open_store(settings)` picks one, every driver error leaves a store as a
+`StorageError` (a busy/locked database as `StorageBusyError`, a lost update as
+`ConflictError`), and each store serialises its own writes, so callers may share one store
+between concurrent coroutines.
 
 Every write is one transaction that keeps a memory's row, its labels, its full-text entry,
 its term vectors, its namespace's statistics and its lineage in step: a crash leaves all or
-none. Policy (what to score, what to demote) lives outside; a store only stores and fetches.
+none. Policy (what to score, what to demote) lives outside; the store keeps memories
+(dedupe, supersede, merge, bookkeeping) and fetches them.
 
 Lexical ranking is a store operation: `lexical_candidates` returns memories with their
-semantic_similarity already in [0, 1), computed by `store.lexical` from term statistics of
+semantic_similarity already in [0, 1), computed by core.text.relevance from term statistics of
 the searched namespaces alone, so both backends rank the same store the same way.
 """
 
@@ -208,7 +211,7 @@ class Store(Protocol):
 
     async def lexical_candidates(self, query: str, scope: Scope, limit: int) -> list[Candidate]:
         """Up to `limit` memories in `scope` matching words of `query`, best first, with
-        semantic_similarity (store.lexical). Empty when the query has no searchable word."""
+        semantic_similarity (core.text.relevance). Empty when the query has no searchable word."""
         ...
 
     async def similarity_of(self, query: str, memory: Memory, namespaces: Sequence[str]) -> float:

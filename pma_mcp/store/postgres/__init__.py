@@ -1,7 +1,7 @@
-"""The PostgreSQL store: a team's shared database (see store/base.py for the contract).
+"""The PostgreSQL backend: a team's shared database (see store/seam.py for what it supplies).
 
 url.py keeps passwords out of sight, faults.py maps driver errors to StorageError subclasses,
-schema.py holds the versioned DDL, index.py keeps term vectors, postings and statistics in
-step inside a write transaction, search.py is the lexical candidate search, store.py the
-`Store` itself.
+schema.py holds the versioned DDL, backend.py the pool, transactions, locks and postings,
+bulk.py the import path, search.py the lexical candidate search over postings, store.py opens
+the one Store (store/memories.py) on it.
 """

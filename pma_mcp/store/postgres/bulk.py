@@ -4,9 +4,10 @@ Row by row, an import costs about ten round trips per memory (~5 ms: a 1M-memory
 would take hours). Here the batch's rows, labels, lineage and statistics go in as arrays, the
 term vectors are computed in this process (analysis.tokens over the whole batch), and the
 session-neighbour context of each new memory and of the last CONTEXT_RADIUS memories already
-stored in its session comes from the ordered session members, as index.Writer keeps it one
-memory at a time. Postings follow at the writer's flush. The result is the same store as
-inserting the memories one after another (check_consistency recomputes it from scratch).
+stored in its session comes from the ordered session members, as store.upkeep keeps it one
+memory at a time. Postings follow at the transaction's flush (backend.PgTx). The result is
+the same store as inserting the memories one after another (check_consistency recomputes it
+from scratch).
 """
 
 from __future__ import annotations
@@ -14,50 +15,24 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from pma_mcp.core.errors import StorageError
 from pma_mcp.core.models import Memory
 from pma_mcp.core.text import analysis, bm25
 from pma_mcp.core.text.lexicon import speaker_of
 from pma_mcp.core.text.relevance import CONTEXT_RADIUS
-from pma_mcp.store.postgres.index import Writer, labels_text
+from pma_mcp.store.rows import labels_text
+
+if TYPE_CHECKING:
+    from pma_mcp.store.postgres.backend import PgTx
 
 
-async def accepted(
-    w: Writer,
-    memories: Sequence[Memory],
-    skip_existing: bool,
-    progress: Callable[[int], None] | None,
-) -> list[Memory]:
-    """The memories to store: those whose id and content are new (earlier ones in the batch
-    count too); a clash without `skip_existing` refuses the whole import."""
-    taken_ids = {str(r[0]) for r in await w.conn.fetch(
-        "SELECT id FROM memories WHERE id = ANY($1::text[])", [m.id for m in memories])}
-    taken_content = {(str(r[0]), str(r[1])): str(r[2]) for r in await w.conn.fetch(
-        "SELECT m.namespace, m.content_hash, m.id FROM memories m JOIN unnest($1::text[], "
-        "$2::text[]) AS b (namespace, content_hash) USING (namespace, content_hash)",
-        [m.namespace for m in memories], [m.content_hash for m in memories])}
-    chosen: list[Memory] = []
-    for done, memory in enumerate(memories, 1):
-        if progress is not None:
-            progress(done)
-        key = (memory.namespace, memory.content_hash)
-        clash = memory.id if memory.id in taken_ids else taken_content.get(key)
-        if clash is not None:
-            if skip_existing:
-                continue
-            raise StorageError(
-                f"record {done}: memory {memory.id} already exists (or its content does, as "
-                f"{clash}); use --skip-existing to leave existing memories alone")
-        taken_ids.add(memory.id)
-        taken_content[key] = memory.id
-        chosen.append(memory)
-    return chosen
-
-
-async def insert(w: Writer, memories: Sequence[Memory], reason: str | None) -> None:
-    """Store `memories` (already checked by `accepted`) verbatim, in order; with a reason,
-    each gets a `created` lineage event."""
+async def insert(
+    w: PgTx, memories: Sequence[Memory], reason: str | None,
+    counts: Callable[[set[str], int], None],
+) -> None:
+    """Store `memories` (new: checked by store.steps.accepted) verbatim, in order; with a
+    reason, each gets a `created` lineage event. Content terms go to `counts`."""
     if not memories:
         return
     rows = await w.conn.fetch(
@@ -99,8 +74,8 @@ async def insert(w: Writer, memories: Sequence[Memory], reason: str | None) -> N
         "AS v (seq, t, l, n, q) WHERE m.seq = v.seq", seqs, [vectors[s][0] for s in seqs],
         [vectors[s][1] for s in seqs], [vectors[s][2] for s in seqs], sequences)
     for s in seqs:
-        w.count_terms(set(bm25.decode(vectors[s][0])), +1)
-        w.mark(s)
+        counts(set(bm25.decode(vectors[s][0])), +1)
+        await w.index(s)
     await _contexts(w, memories, seqs)
     if reason is None:
         return
@@ -128,7 +103,7 @@ def _own_vectors(
 
 
 async def _statistics(
-    w: Writer, memories: Sequence[Memory], own: Sequence[tuple[Counter[str], Counter[str]]]
+    w: PgTx, memories: Sequence[Memory], own: Sequence[tuple[Counter[str], Counter[str]]]
 ) -> None:
     """Per namespace: memories, own-text length, document count of each term."""
     docs: Counter[str] = Counter()
@@ -153,7 +128,7 @@ async def _statistics(
         [n for n, _, _ in rows], [t for _, t, _ in rows], [c for _, _, c in rows])
 
 
-async def _contexts(w: Writer, memories: Sequence[Memory], seqs: Sequence[int]) -> None:
+async def _contexts(w: PgTx, memories: Sequence[Memory], seqs: Sequence[int]) -> None:
     """Context vectors of the new memories and of the stored ones they now neighbour.
 
     New seqs come after every stored one, so in each session only the last CONTEXT_RADIUS
@@ -189,7 +164,7 @@ async def _contexts(w: Writer, memories: Sequence[Memory], seqs: Sequence[int]) 
             delta = sum(context.values()) - bm25.length(ordered[i][2])
             changed.append((ordered[i][0], bm25.encode(context), delta))
             grew[namespace] += delta
-            w.mark(ordered[i][0])
+            await w.index(ordered[i][0])
     await w.conn.execute(
         "UPDATE memories m SET context_terms = v.c, doc_len = m.doc_len + v.d "
         "FROM unnest($1::bigint[], $2::text[], $3::int[]) AS v (seq, c, d) WHERE m.seq = v.seq",

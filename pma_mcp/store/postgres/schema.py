@@ -17,6 +17,7 @@ document frequency across the whole store) bounds that search's cost,
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -58,6 +59,20 @@ async def _fill_term_sequences(conn: Connection) -> None:
             "UPDATE memories m SET term_seq = v.s FROM unnest($1::bigint[], $2::bytea[]) "
             "AS v (seq, s) WHERE m.seq = v.seq", seqs, packed)
         after = seqs[-1]
+
+
+async def _fold_spellings(conn: Connection) -> None:
+    """store.steps.fold_spellings in the migration's transaction, holding the write locks of
+    every namespace (clients of the older version may still be writing)."""
+    from pma_mcp.store import steps, upkeep
+    from pma_mcp.store.postgres.backend import PgTx
+
+    tx = PgTx(conn)
+    await tx.lock(str(r[0]) for r in await conn.fetch("SELECT DISTINCT namespace FROM memories"))
+    work = upkeep.Work(tx)
+    await steps.fold_spellings(work, time.time())
+    await work.flush()
+    await tx.flush()
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -163,6 +178,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         # What a GC plan reads to find near-duplicates (see the SQLite store's v13).
         ("ALTER TABLE memories ADD COLUMN term_seq BYTEA NOT NULL DEFAULT ''::bytea",),
         fill=_fill_term_sequences,
+    ),
+    Migration(
+        3,
+        "namespaces stored under another spelling of a path folded into the canonical one",
+        (),
+        fill=_fold_spellings,
     ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version

@@ -20,14 +20,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import functools
-import inspect
 import logging
 import math
 import os
 import sqlite3
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +53,9 @@ class Migration:
     derive: tuple[str, ...] = ()
     """Statements that (re)compute data kept beside the rows from the rows themselves; run
     after `statements`, and idempotent, so a fixture written row by row can refill them."""
+    fill: Callable[[aiosqlite.Connection], Awaitable[None]] | None = None
+    """A step SQL cannot say, run in this process after `derive` (a rule of the store's
+    written in Python), in the migration's transaction."""
 
 
 # ------------------------------------------------------------------ storage faults
@@ -98,43 +99,6 @@ def driver_error(exc: sqlite3.Error, database: str) -> StorageError:
     log.error("database error on %s", database, exc_info=exc)
     return StorageError(f"internal database error on {database} (the details are in the "
                         "pma-mcp log); run `pma-mcp doctor`, then retry")
-
-
-def maps_driver_errors(cls: type[T]) -> type[T]:
-    """Wrap every public coroutine (and async generator) method of a store class so no
-    sqlite3 error leaves it: what escapes is `driver_error`'s StorageError."""
-    for name, fn in list(vars(cls).items()):
-        if name.startswith("_") or not callable(fn):
-            continue
-        if inspect.isasyncgenfunction(fn):
-            setattr(cls, name, _mapped_generator(fn))
-        elif inspect.iscoroutinefunction(fn):
-            setattr(cls, name, _mapped_coroutine(fn))
-    return cls
-
-
-def _mapped_coroutine(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-    @functools.wraps(fn)
-    async def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return await fn(self, *args, **kwargs)
-        except sqlite3.Error as exc:
-            raise driver_error(exc, self.location) from exc
-    return call
-
-
-def _mapped_generator(
-    fn: Callable[..., AsyncGenerator[Any, None]],
-) -> Callable[..., AsyncGenerator[Any, None]]:
-    @functools.wraps(fn)
-    async def call(self: Any, *args: Any, **kwargs: Any) -> AsyncGenerator[Any, None]:
-        try:
-            async with contextlib.aclosing(fn(self, *args, **kwargs)) as items:
-                async for item in items:
-                    yield item
-        except sqlite3.Error as exc:
-            raise driver_error(exc, self.location) from exc
-    return call
 
 
 def damage_marker(database: str) -> Path:
@@ -360,5 +324,7 @@ async def migrate(conn: aiosqlite.Connection, migrations: Sequence[Migration]) -
             log.info("migrating database schema to v%d (%s)", step.version, step.name)
             for statement in (*step.statements, *step.derive):
                 await conn.execute(statement)
+            if step.fill is not None:
+                await step.fill(conn)
         await conn.execute(f"PRAGMA user_version = {latest}")
     return latest

@@ -7,10 +7,24 @@ a released migration: add the next one (and its fixture DB, tests/fixtures/make_
 
 from __future__ import annotations
 
-from pma_mcp.core.text.analysis import TOKENIZER as FTS_TOKENIZER
-from pma_mcp.store.sqlite import db
+import time
 
-"""Porter stemming over unicode61: the full-text index's tokenizer, and the analyser's."""
+import aiosqlite
+
+from pma_mcp.core.text.analysis import TOKENIZER as FTS_TOKENIZER  # Porter over unicode61
+from pma_mcp.store import steps, upkeep
+from pma_mcp.store.sqlite import db
+from pma_mcp.store.sqlite.backend import SqliteTx
+
+
+async def _fold_spellings(conn: aiosqlite.Connection) -> None:
+    """steps.fold_spellings inside the migration's transaction."""
+    work = upkeep.Work(SqliteTx(conn, getattr(conn, "database", db.MEMORY)))
+    await steps.fold_spellings(work, time.time())
+    await work.flush()
+
+SPELLINGS_FOLDED = 14
+"""The version whose step folds namespaces stored under another spelling of a path."""
 
 MIGRATIONS: tuple[db.Migration, ...] = (
     db.Migration(
@@ -207,7 +221,7 @@ MIGRATIONS: tuple[db.Migration, ...] = (
         10,
         "importance and access count per namespace: inspect's bounded read (by_gc_score)",
         # Index only: reading memories best-scored first without a query had to score and
-        # sort the whole namespace (~0.3 s at 100k); see SQLiteStore.by_gc_score.
+        # sort the whole namespace (~0.3 s at 100k); see store/collection.py, tier_facts_by_score.
         ("CREATE INDEX memories_importance ON memories(namespace, importance)",
          "CREATE INDEX memories_accessed ON memories(namespace, access_count)"),
     ),
@@ -218,7 +232,7 @@ MIGRATIONS: tuple[db.Migration, ...] = (
     ),
     db.Migration(
         12,
-        "covering indexes for inspect's bounded read (SQLiteStore.tier_facts_by_score)",
+        "covering indexes for inspect's bounded read (tier_facts_by_score, store/collection.py)",
         # Indexes only: each page of ~1,000 memories in descending importance looked up its
         # rows in the table (~11 ms a page at 100k), and so did the ~2,000 memories of the
         # last 48 hours (~6 ms); from the indexes alone each takes ~1 ms. They start with the
@@ -238,6 +252,12 @@ MIGRATIONS: tuple[db.Migration, ...] = (
         # runs the analyser over every memory once (pma_term_seq, ~4 s at 100k).
         ("ALTER TABLE memories ADD COLUMN term_seq BLOB NOT NULL DEFAULT x''",),
         derive=("UPDATE memories SET term_seq = pma_term_seq(content)",),
+    ),
+    db.Migration(
+        SPELLINGS_FOLDED,
+        "namespaces stored under another spelling of a path folded into the canonical one",
+        (),
+        fill=_fold_spellings,
     ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
