@@ -26,11 +26,6 @@ from pma_mcp.core.models import (
 from pma_mcp.core.scoring import score as composite_score
 from pma_mcp.service.context import Context
 
-_SCORE_SLACK = 1e-9
-"""SQLite and Python may round a score differently in the last bits."""
-_READ_CHUNK = 900
-"""Memories read by seq per statement (SQLite bounds a statement's parameters)."""
-
 _Window = tuple[Sequence[Planned], Mapping[int, bytes] | None]
 
 
@@ -126,8 +121,8 @@ class GarbageCollection:
         if not prediction.settled:
             ranked = store.tier_facts_by_score(
                 memory.namespace, now, weights,
-                at_least=prediction.score.composite - _SCORE_SLACK,
-                archived_at_least=collector.PROMOTION_THRESHOLD - _SCORE_SLACK,
+                at_least=prediction.score.composite,
+                archived_at_least=collector.PROMOTION_THRESHOLD,
             )
             async for other in ranked:
                 if prediction.higher(other):
@@ -161,10 +156,8 @@ class GarbageCollection:
         seq_of = {m.id: m.seq for m in planned}
         wanted = sorted({seq_of[i] for d in changes for i in (d.memory_id, d.merge_into)
                          if i is not None})
-        by_id: dict[str, Memory] = {}
-        for start in range(0, len(wanted), _READ_CHUNK):
-            found = await self._ctx.store.memories_by_seq(wanted[start:start + _READ_CHUNK])
-            by_id.update((m.id, m) for m in found.values())
+        found = await self._ctx.store.memories_by_seq(wanted)
+        by_id = {m.id: m for m in found.values()}
         kept = [d for d in changes
                 if d.memory_id in by_id and (d.merge_into is None or d.merge_into in by_id)]
         return kept, by_id

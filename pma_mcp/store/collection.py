@@ -30,6 +30,9 @@ _PAGE = _TIER_ROWS.format(index="memories_gc", created="<",
                           page="AND m.importance >= ?::float8 {after}")
 _AFTER = "AND (m.importance, m.seq) < (?::float8, ?)"
 
+SCORE_SLACK = 1e-9
+"""How far below a bound a score read in SQL may be and still be read (rounding)."""
+
 
 class Collection:
     """What the collector reads (facts, windows, the bounded best-first read) and applying
@@ -99,7 +102,10 @@ class Collection:
         archived_at_least: float,
     ) -> AsyncGenerator[TierFacts, None]:
         """See store.ranked_read: the recent memories in one read, the older ones a page at a
-        time, the most accesses from the access_count index."""
+        time, the most accesses from the access_count index. The bounds are widened by
+        SCORE_SLACK, since the SQL may round a score differently from Python in its last bits
+        (callers rescore what they read)."""
+        at_least, archived_at_least = at_least - SCORE_SLACK, archived_at_least - SCORE_SLACK
         reads = self._backend.reads
         head = rows.static_score_args(weights, now)
         since = ranked_read.recent_since(now)
