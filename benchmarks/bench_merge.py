@@ -152,6 +152,10 @@ NEAR_MISSES: Sequence[tuple[str, str]] = [
      "The meeting with the Acme team is on Monday at 09:30."),
     ("Caroline: I went to the LGBTQ support group yesterday and it was powerful.",
      "Melanie: I went to the LGBTQ support group yesterday and it was powerful."),
+    ("Joanna: Bye Nate! See you at the writing class on Friday.",
+     "Nate: Bye Joanna! See you at the writing class on Friday."),
+    ("Alice: Bob moved the standup to 09:30 for the whole team.",
+     "Bob: Alice moved the standup to 09:30 for the whole team."),
     ("Pull requests need two approvals before merging to main.",
      "Pull requests need one approval before merging to main."),
 ]

@@ -103,6 +103,8 @@ def test_specifics_tell_restatements_from_near_misses() -> None:
     assert not agree("Run migrations before deploying.", "Run migrations after deploying.")
     assert not agree("cut on 29 July", "cut on 29 June")
     assert not agree("The CI caches uv.", "The CI never caches uv.")
+    assert not agree("Joanna: Bye Nate!", "Nate: Bye Joanna!")
+    assert agree("Kafka cluster: 3 brokers.", "The Kafka cluster has 3 brokers.")
 
 
 def content_terms(text: str) -> set[str]:

@@ -15,7 +15,9 @@ alike) also requires the two texts' `Specifics` to agree:
   zone: "02:00" and "02:00 UTC" agree, "02:00 PST" does not;
 - negations: as many (not, no, never, n't, without, …) in both;
 - qualifiers: the same set of the stopwords that flip a statement (before/after,
-  above/below, more/less, only, until, …), which the content-term overlap ignores.
+  above/below, more/less, only, until, …), which the content-term overlap ignores;
+- speaker: when both are conversation turns ("Nate: Bye Joanna!", lexicon.speaker_of), the
+  same one: "Joanna: Bye Nate!" has the same words and names, said by someone else.
 """
 
 from __future__ import annotations
@@ -55,11 +57,14 @@ class Specifics:
     words: frozenset[str]
     negations: int
     qualifiers: frozenset[str]
+    speaker: str | None
 
     def agree(self, other: Specifics) -> bool:
         return (self.numbers == other.numbers and self.negations == other.negations
                 and self.qualifiers == other.qualifiers
-                and self.names <= other.words and other.names <= self.words)
+                and self.names <= other.words and other.names <= self.words
+                and (self.speaker is None or other.speaker is None
+                     or self.speaker == other.speaker))
 
 
 def specifics(text: str) -> Specifics:
@@ -78,8 +83,10 @@ def specifics(text: str) -> Specifics:
         elif any(c.isupper() for c in word) and not (
                 re.split("['’]", lower)[0] in lexicon.STOPWORDS or lower in DEFAULT_ZONES):
             names.add(lower)
+    speaker = lexicon.speaker_of(text)
     return Specifics(frozenset(numbers), frozenset(names), frozenset(words),
-                     len(_NEGATION.findall(text.lower())), frozenset(qualifiers))
+                     len(_NEGATION.findall(text.lower())), frozenset(qualifiers),
+                     speaker.lower() if speaker else None)
 
 
 def agree(a: str, b: str) -> bool:
