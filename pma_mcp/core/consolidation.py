@@ -146,6 +146,8 @@ class _IdTable:
 
     RANK = 0
     DOC_FREQ = 1
+    INDEX = 2
+    """A term's place among the table's terms, from 1 (`column(INDEX)[i - 1]` is i)."""
 
     def __init__(self, ids: Any, ranks: Any, counts: Any) -> None:
         """`ids` unsigned, with each term's rank and document count."""
@@ -153,12 +155,16 @@ class _IdTable:
 
         order = np.argsort(ids, kind="stable")
         self._known = ids[order]
-        self._columns = (ranks[order], counts[order])
+        self._columns = (ranks[order], counts[order], np.arange(1, len(ids) + 1))
         bits = max(1, (2 * len(ids)).bit_length())
         self._shift = np.uint64(64 - bits)
         buckets = (self._known >> self._shift).astype(np.int64)
         self._sizes = np.bincount(buckets, minlength=1 << bits)
         self._starts = np.cumsum(self._sizes) - self._sizes
+
+    def column(self, column: int) -> Any:
+        """`column` for every term, in INDEX order."""
+        return self._columns[column]
 
     def lookup(self, ids: Any, column: int) -> Any:
         """`column` for each of `ids` (int64 term ids; 0 where the namespace lacks one)."""
@@ -331,19 +337,22 @@ class ContentTerms:
     groups, so the cost follows the namespace's size, not its square."""
 
     def __init__(self, sequences: Sequence[bytes], vocabulary: Vocabulary) -> None:
+        """Terms are keyed by their INDEX in the vocabulary's table: small integers, so each
+        row's distinct terms come from one sort (the vocabulary must hold every term)."""
         import numpy as np
 
         rows = len(sequences)
         lengths = np.fromiter(map(len, sequences), dtype=np.int64, count=rows)
-        ids = np.frombuffer(b"".join(sequences), dtype="<i8")
+        table = vocabulary.ids()
+        index = table.lookup(np.frombuffer(b"".join(sequences), dtype="<i8"), _IdTable.INDEX)
         owner = np.repeat(np.arange(rows, dtype=np.int64), lengths // analysis.TERM_ID_BYTES)
-        stop = _stopword_ids()
-        content = ~np.isin(ids, stop, assume_unique=False)
-        ids, owner = ids[content], owner[content]
-        order = np.lexsort((ids, owner))
-        ids, owner = ids[order], owner[order]
-        first = np.r_[True, (owner[1:] != owner[:-1]) | (ids[1:] != ids[:-1])][:len(ids)]
-        self.ids, self.owner = ids[first], owner[first]
+        width = len(table.column(_IdTable.INDEX)) + 1
+        content = np.ones(width, dtype=bool)
+        content[table.lookup(_stopword_ids(), _IdTable.INDEX)] = False
+        content[0] = False  # a term the vocabulary lacks
+        entries = _distinct(owner[content[index]] * width + index[content[index]])
+        self.owner, self.ids = entries // width, entries % width
+        self.ranks = np.r_[0, table.column(_IdTable.RANK)][self.ids]
         self.starts = np.searchsorted(self.owner, np.arange(rows + 1))
         self.counts = np.diff(self.starts)
         self._vocabulary = vocabulary
@@ -355,7 +364,7 @@ class ContentTerms:
         """(row, key) arrays: every row's neighbour keys as integers a·M + b (ranks a < b)."""
         import numpy as np
 
-        ranks = self._vocabulary.ids().lookup(self.ids, _IdTable.RANK)
+        ranks = self.ranks
         m = len(self._vocabulary._ranked)
         counts = self.counts[self.owner]
         signing = (ranks > 0) & (counts >= MIN_RESTATEMENT_TERMS) & (
