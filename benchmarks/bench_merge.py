@@ -1,7 +1,7 @@
 """Restatement merges: which pairs the collector merges, before (TF-IDF cosine ≥ 0.85 alone)
 and now (near-duplicates or restatements, specifics equal; core/consolidation.py), in one run.
 
-    uv run python -m benchmarks.bench_merge [--locomo /work/shared/bench/locomo_dev.json]
+    uv run python -m benchmarks.bench_merge [--locomo locomo_dev.json]
         [--background 300]
 
 1. Pairs: RESTATEMENTS (the same statement in other words: should merge) and NEAR_MISSES
