@@ -106,15 +106,14 @@ async def merge_of(store: Store, memory: Planned, score_of: ScoreOf) -> MergePai
         doc_freq.update(counts)
         return profiles(batch, vectors, Vocabulary(counts, total))
 
-    def compare(batch: Sequence[Planned]) -> tuple[Vectors, ContentTerms, list[set[int]]]:
-        """The batch's vectors, content terms and restatement keys, as the plan has them."""
+    def compare(batch: Sequence[Planned]) -> tuple[Vocabulary, ContentTerms, list[set[int]]]:
+        """The batch's content terms and restatement keys, as the plan has them."""
         vocab = Vocabulary(doc_freq, total)
-        stored = [sequences.get(m.seq, b"") for m in batch]
-        terms = ContentTerms(stored, vocab)
+        terms = ContentTerms([sequences.get(m.seq, b"") for m in batch], vocab)
         keys: list[set[int]] = [set() for _ in batch]
         for row, key in zip(*(a.tolist() for a in terms.neighbour_keys()), strict=True):
             keys[row].add(key)
-        return Vectors(stored, vocab), terms, keys
+        return vocab, terms, keys
 
     def restating_terms(p: Profile) -> list[tuple[str, ...]]:
         """The term pairs of `p`'s restatement keys."""
@@ -141,9 +140,11 @@ async def merge_of(store: Store, memory: Planned, score_of: ScoreOf) -> MergePai
             known = [found[o.id] for o in others if o.id in found]
             new = await make([o for o in others if o.id not in found]) if others else []
             candidates = [p, *known, *new]
-            rows, terms, keys = compare([q.memory for q in candidates])
+            batch = [q.memory for q in candidates]
+            vocab, terms, keys = compare(batch)
             compared = [k for k in range(1, len(candidates))
                         if neighbours(p, candidates[k]) or keys[0] & keys[k]]
+            rows = Vectors([sequences.get(m.seq, b"") for m in batch], vocab)
             cosines = rows.cosines([0] * len(compared), compared)
             said = [k for k in compared if keys[0] & keys[k]]
             overlaps = dict(zip(said, terms.overlaps([0] * len(said), said), strict=True))
