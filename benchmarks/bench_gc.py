@@ -180,7 +180,7 @@ async def measure_size(settings: Settings, size: int, samples: int, baseline_max
         print(f"  gc_preview:               {ms(took)} (CPU {ms(cpu)}; {preview.summary})")
         print(f"  collector.plan alone:     {ms(await plan_only(service))} (cyclic GC paused)")
         print(f"  merges of a reworded copy into its original: {planted(preview, memories)} "
-              f"of {len(preview.to_merge)} (~{total // (DUPLICATE_EVERY + 1):,} planted)")
+              f"of {len(preview.to_merge)} (~{total // DUPLICATE_EVERY:,} planted)")
         if size <= baseline_max:
             t, c = time.perf_counter(), time.process_time()
             old = await baseline_plan(service, time.time())
