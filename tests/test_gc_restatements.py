@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from pma_mcp.config import Settings
 from pma_mcp.core import consolidation, restatement
 from pma_mcp.core.text import analysis, lexicon
@@ -32,6 +34,13 @@ NEAR_MISSES = (
     "Bob: the reporting job reads from the replica; when the replica lags, point it at the "
     "primary at 02:00.",
 )
+
+
+@pytest.fixture
+def settings(store_settings: Settings) -> Settings:
+    """The service tests here run on each backend (tests/backends.py): the rule is above the
+    store, fed by each backend's term sequences and document counts."""
+    return store_settings
 
 
 async def fill(service: MemoryService) -> tuple[str, str, list[str]]:
