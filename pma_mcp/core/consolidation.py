@@ -1,4 +1,5 @@
-"""Near-duplicate detection for GC merges: TF-IDF cosine between lexical neighbours.
+"""Which memories GC merges: near-duplicates (TF-IDF cosine between lexical neighbours) and
+restatements (content-term overlap), when their specifics agree.
 
 Two current memories of one namespace are the same fact said twice when the cosine of their
 TF-IDF vectors is at least NEAR_DUPLICATE_COSINE. The vectors are over the index's own terms
@@ -17,6 +18,14 @@ of 64-bit term ids (analysis.packed_ids), and works on them as numpy arrays: no 
 and no strings (`Vocabulary.signatures`, `Vectors`). `inspect` finds one memory's neighbours
 through the full-text index by the same rule and scores them with the same `Vectors`, whose
 floats do not depend on the batch, so both agree (`merge_of`).
+
+Restatements say one thing in other words ("…lags; point it at the primary at 02:00." /
+"…lags, so point it at the primary at 02:00 UTC."), below the cosine: two memories are one
+when their content terms (stopwords aside) overlap by RESTATEMENT_OVERLAP (Jaccard), found
+by `ContentTerms`' own neighbour keys. Every merge, of either kind, also needs the two texts'
+specifics to agree (core/restatement.py: numbers, names, negations, qualifiers, speaker), so
+"…at 03:00." never merges into "…at 02:00.". `edge` is the whole rule; MergePair.overlap
+records which kind a merge was.
 
 Exact duplicates never reach this point: `add` recognises them by content hash.
 """
@@ -330,8 +339,8 @@ class ContentTerms:
 
     Two memories are compared by the restatement rule when their `neighbour_keys` meet:
     each memory's content terms ranked rarest first (Vocabulary's order, the same in every
-    vocabulary holding them), its prefix of n − ⌈t·n⌉ + 2 terms (t = RESTATEMENT_OVERLAP), and every
-    pair of signing terms in it. Two sets at Jaccard ≥ t share at least ⌈t·n⌉ terms, so
+    vocabulary holding them), its prefix of n − ⌈t·n⌉ + 2 terms (t = RESTATEMENT_OVERLAP),
+    and every pair of signing terms in it. Two sets at Jaccard ≥ t share at least ⌈t·n⌉ terms, so
     both prefixes hold the two rarest shared ones: no restatement is missed but for terms
     in more than MAX_SIGNATURE_DF memories, which sign nothing. Rare-term pairs make small
     groups, so the cost follows the namespace's size, not its square."""

@@ -1,6 +1,8 @@
-"""Near-duplicate merges read through the store: the namespace plan's and one memory's.
+"""Near-duplicate and restatement merges read through the store: the namespace plan's and
+one memory's.
 
-The rule itself (signatures, TF-IDF vectors, which pairs merge) is core/consolidation.py;
+The rule itself (signatures, TF-IDF vectors, content terms, specifics, which pairs merge) is
+core/consolidation.py;
 here it is fed with the term sequences, vectors and document counts the store keeps.
 """
 
