@@ -2,7 +2,8 @@
 one memory's.
 
 The rule itself (signatures, TF-IDF vectors, content terms, specifics, which pairs merge) is
-core/consolidation.py; here it is fed with the term sequences, vectors and document counts the store keeps.
+core/consolidation.py; here it is fed with the term sequences, vectors and document counts
+the store keeps.
 """
 
 from __future__ import annotations
