@@ -513,6 +513,8 @@ async def _import_from(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         _out(dumps(outcome))
         return EXIT_OK
+    for note in outcome.notes:
+        _out(f"note: {note}")
     verb = "would import" if outcome.dry_run else "imported"
     where = ", ".join(outcome.namespaces) or "nothing"
     _out(f"{verb} {outcome.imported:,} of {outcome.read:,} memories read from {path} "
