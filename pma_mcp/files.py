@@ -43,7 +43,7 @@ class RefusedFileError(PmaError):
         super().__init__(f"{path}: {reason}")
 
 
-class _Readable(Protocol):
+class Readable(Protocol):
     def read(self, size: int = ..., /) -> bytes: ...
 
 
@@ -107,7 +107,7 @@ def read_head(path: str | os.PathLike[str], limit: int, *, follow_symlinks: bool
         return head_of(handle, limit)
 
 
-def head_of(stream: _Readable, limit: int) -> Head:
+def head_of(stream: Readable, limit: int) -> Head:
     """At most `limit` bytes of `stream`, in chunks (one byte more says whether it went on)."""
     chunks: list[bytes] = []
     size = 0
@@ -133,7 +133,7 @@ def read_text(path: str | os.PathLike[str], limit: int) -> str | None:
     return None if head.cut else head.data.decode("utf-8", errors="replace")
 
 
-def gunzip_head(stream: _Readable, limit: int) -> Head:
+def gunzip_head(stream: Readable, limit: int) -> Head:
     """At most `limit` bytes of what the gzip `stream` decompresses to.
 
     Output is bounded per step (`max_length`), so a small bomb expanding to gigabytes costs
@@ -169,7 +169,7 @@ class Line:
     data: bytes | None
 
 
-def lines(stream: IO[bytes] | _Readable, name: str | os.PathLike[str], *, max_line: int,
+def lines(stream: IO[bytes] | Readable, name: str | os.PathLike[str], *, max_line: int,
           max_total: int) -> Iterator[Line]:
     """The lines of `stream`, each held only up to `max_line` bytes.
 
