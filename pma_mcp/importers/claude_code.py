@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from pma_mcp import files as guarded
 from pma_mcp.core.models import ImportItem, MemoryType
 from pma_mcp.importers import project_docs
 from pma_mcp.importers.base import FormatError, Reader, Source, labels, mtime
@@ -62,7 +63,8 @@ def _files(path: Path, source: Source) -> tuple[list[tuple[str, Path, Path]], st
         return [("auto-memory" if path.parent.name == "memory" else "instructions", path,
                  path.parent)], source.namespace or source.current
     if not path.is_dir():
-        raise FormatError(NAME, path, EXPECTS, "no such file or directory")
+        why = guarded.not_regular(path) or "no such file or directory"  # a FIFO: what it is
+        raise FormatError(NAME, path, EXPECTS, why)
     if path.name == "memory" and path.parent.parent.name == "projects":
         return [("auto-memory", f, path) for f in sorted(path.glob("*.md"))], (
             source.namespace or source.current)
