@@ -134,7 +134,7 @@ def read_text(path: str | os.PathLike[str], limit: int) -> str | None:
 
 
 def gunzip_head(stream: Readable, limit: int) -> Head:
-    """At most `limit` bytes of what the gzip `stream` decompresses to.
+    """At most `limit` bytes of what the gzip `stream` decompresses to (every member of it).
 
     Output is bounded per step (`max_length`), so a small bomb expanding to gigabytes costs
     `limit` bytes of memory, never more. zlib.error on a damaged stream.
@@ -151,12 +151,13 @@ def gunzip_head(stream: Readable, limit: int) -> Head:
                 break
         piece = inflate.decompress(pending, limit + 1 - size)
         pending = inflate.unconsumed_tail
-        if inflate.eof:  # a second gzip member is not read; exports write one
-            pending = b""
         out.append(piece)
         size += len(piece)
-        if inflate.eof:
-            break
+        if inflate.eof:  # another member may follow (gzip's `cat a.gz b.gz`); padding may not
+            pending = (inflate.unused_data + pending) or stream.read(CHUNK)
+            if not pending.startswith(b"\x1f\x8b"):
+                break
+            inflate = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
     data = b"".join(out)
     return Head(data[:limit], len(data) > limit)
 
