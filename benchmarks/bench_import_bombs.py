@@ -175,7 +175,7 @@ def main() -> None:
             peak = measure(case, base / f"case{number}")
             said = (peak.stdout.strip() or peak.stderr.strip()).splitlines()
             print(f"{case.name:<40} {peak.peak_mb:8.1f}  {peak.returncode:>4}  "
-                  f"{(said[-1] if said else '')[:110]}")
+                  f"…{(said[-1] if said else '')[-100:]}")
         print(f"limit: every case under {PEAK_LIMIT_MB} MB")
 
 
