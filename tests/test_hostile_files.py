@@ -145,6 +145,13 @@ def test_a_fifo_as_the_database_is_one_clear_line_everywhere(tmp_path: Path) -> 
     assert served.returncode == 1 and served.stdout == ""
     assert "Traceback" not in served.stderr
     assert "not a regular file" in served.stderr.strip().splitlines()[-1]
+    prompt = {"session_id": "s1", "transcript_path": str(tmp_path / "none.jsonl"),
+              "cwd": str(tmp_path), "hook_event_name": "UserPromptSubmit",
+              "prompt": "How are invoices rendered?"}
+    hooked = pma(env, "hook", "user-prompt-submit", cwd=tmp_path, stdin=json.dumps(prompt))
+    assert hooked.returncode == 0 and hooked.stdout == ""
+    (line,) = hooked.stderr.strip().splitlines()
+    assert "not a regular file" in line
 
 
 # ------------------------------------------------------------ import sources
