@@ -264,3 +264,9 @@ def test_read_head_refuses_a_fifo_and_a_device_naming_what_they_are(tmp_path: Pa
     link.symlink_to("/etc/hostname")
     with pytest.raises(files.RefusedFileError, match="symbolic link"):
         files.read_head(link, 10, follow_symlinks=False)
+
+
+def test_a_broken_read_graph_document_is_one_clear_line(tmp_path: Path) -> None:
+    (tmp_path / "graph.json").write_text('{\n "entities": [ {"name": \n')
+    done = pma(env_for(tmp_path), "import", "--from", "mcp-memory", str(tmp_path / "graph.json"))
+    assert_one_line_error(done, "--from mcp-memory", "line 1 is not JSON")

@@ -71,7 +71,10 @@ def _records(path: Path, source: Source) -> list[dict[str, Any]]:
         if _DOCUMENT.match(first):
             data = bounded(NAME, path, EXPECTS, files.head_of(handle, MAX_DOCUMENT_BYTES),
                            "the file")
-            whole = json_document(NAME, path, EXPECTS, data)
+            try:
+                whole = json_document(NAME, path, EXPECTS, data)
+            except json.JSONDecodeError:
+                whole = None  # read as lines: the error then names the line
             if isinstance(whole, dict) and ("entities" in whole or "relations" in whole):
                 return [*_objects(whole.get("entities")), *_objects(whole.get("relations"))]
             handle.seek(0)
