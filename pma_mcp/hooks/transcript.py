@@ -4,16 +4,18 @@ user, assistant and system entries of a session).
 The format is internal to Claude Code and changes between releases, the file is appended while
 we read it (the last line is often partial) and it can grow to tens of megabytes. So this module
 never raises on content: a line it cannot understand is skipped, a file it cannot open reads as
-empty, and only the tail of a huge file is read. Standard library only (hook fast path).
+empty, and only the tail of a huge file is read. Standard library and pma_mcp.files only
+(hook fast path).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import stat
 from dataclasses import dataclass, field
 from typing import Any
+
+from pma_mcp import files
 
 __all__ = ["Exchange", "last_exchange", "last_user_prompt", "read_exchanges"]
 
@@ -51,22 +53,18 @@ class _Pending:
 def _read_tail(path: str | os.PathLike[str], max_bytes: int) -> bytes | None:
     """The last `max_bytes` of the file, starting at a line boundary; None if unreadable.
 
-    Only a regular file is read: a FIFO would block the open and a device such as /dev/zero
-    never ends, and either would hang the hook. O_NONBLOCK makes opening a FIFO return at once.
+    Only a regular file is read (pma_mcp.files): a FIFO would block the open and a device such
+    as /dev/zero never ends, and either would hang the hook.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with open(fd, "rb") as handle:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                return None
-            size = info.st_size
+        with files.open_regular(path) as handle:
+            size = os.fstat(handle.fileno()).st_size
             if size <= max_bytes:
-                return handle.read(max_bytes)  # bounded: the file may grow while it is read
+                return files.head_of(handle, max_bytes).data  # the file may grow meanwhile
             # Read one byte more: if it is a newline the window already starts on a line.
             handle.seek(size - max_bytes - 1)
-            data = handle.read()
-    except (OSError, ValueError):
+            data = files.head_of(handle, max_bytes + 1).data
+    except (files.RefusedFileError, OSError, ValueError):
         return None
     cut = data.find(b"\n")
     return b"" if cut < 0 else data[cut + 1 :]

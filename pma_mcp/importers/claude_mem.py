@@ -12,6 +12,10 @@ Each row keeps its `created_at_epoch` (milliseconds) as `created_at`. `project` 
 name; `merged_into_project` when set) maps to a namespace: --namespace if given, else the
 current namespace when its last path part is that name, else the name itself.
 
+The file is checked to be a regular file before SQLite opens it (a FIFO is refused at once),
+generated columns are never read, and every value's length is checked in SQL before it is
+fetched, so a small file computing a huge value costs no memory.
+
 This module holds the only SQL outside the store package: it reads another program's file, never
 our store, and only with SELECT on a read-only connection.
 """
@@ -23,15 +27,21 @@ from pathlib import Path, PurePath
 from typing import Any
 from urllib.parse import quote
 
+from pma_mcp import files
 from pma_mcp.core.models import ImportItem, MemoryType
 from pma_mcp.core.namespaces import GLOBAL_NAMESPACE
-from pma_mcp.importers.base import FormatError, Reader, Source, epoch, json_list, labels
+from pma_mcp.importers.base import FormatError, Reader, Source, each, epoch, json_list, labels
 
 NAME = "claude-mem"
 EXPECTS = ("a claude-mem SQLite database (~/.claude-mem/claude-mem.db, with observations or "
            "session_summaries tables)")
 TABLES = ("observations", "session_summaries")
 IMPORTANCE = {"decision": 0.7, "bugfix": 0.65, "feature": 0.6, "discovery": 0.55}
+MAX_VALUE_CHARS = 1_000_000
+"""A column value longer than this is not read; its row is skipped with a note."""
+MAX_SQLITE_VALUE_BYTES = 8_000_000
+"""SQLite's own cap on any string or blob while reading the file (a backstop: a computed value
+past it ends the read with FormatError)."""
 SUMMARY_FIELDS = (("request", "Request"), ("investigated", "Investigated"),
                   ("learned", "Learned"), ("completed", "Completed"),
                   ("next_steps", "Next steps"), ("notes", "Notes"))
@@ -39,22 +49,28 @@ SUMMARY_FIELDS = (("request", "Request"), ("investigated", "Investigated"),
 
 def read(source: Source) -> list[ImportItem]:
     path = source.path.expanduser()
-    if not path.is_file():
-        raise FormatError(NAME, path, EXPECTS, "no such file")
+    why = files.not_regular(path)  # SQLite opens the file itself: checked before it does
+    if why is not None or not path.is_file():
+        raise FormatError(NAME, path, EXPECTS, why or "no such file")
     try:
         conn = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True)
     except sqlite3.Error as exc:
         raise FormatError(NAME, path, EXPECTS, str(exc)) from None
     conn.row_factory = sqlite3.Row
+    # No string or blob SQLite builds for us may pass this, whatever the schema computes.
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_SQLITE_VALUE_BYTES)
     try:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if not tables.intersection(TABLES):
             raise FormatError(NAME, path, EXPECTS, "it has no observations or session_summaries "
                               f"table (tables: {', '.join(sorted(tables)) or 'none'})")
-        items = [_observation(row, source) for row in _rows(conn, tables, "observations")]
-        items += [_summary(row, source) for row in _rows(conn, tables, "session_summaries")]
-        items += [_directive(row, source) for row in _rows(conn, tables, "directives")
-                  if row.get("status", "active") == "active"]
+        items = each(_rows(conn, tables, "observations", source),
+                     lambda row: _observation(row, source), source, "observation")
+        items += each(_rows(conn, tables, "session_summaries", source),
+                      lambda row: _summary(row, source), source, "session summary")
+        items += each((row for row in _rows(conn, tables, "directives", source)
+                       if row.get("status", "active") == "active"),
+                      lambda row: _directive(row, source), source, "directive")
     except sqlite3.DatabaseError as exc:
         raise FormatError(NAME, path, EXPECTS, str(exc)) from None
     finally:
@@ -62,11 +78,34 @@ def read(source: Source) -> list[ImportItem]:
     return [item for item in items if item.content.strip()]
 
 
-def _rows(conn: sqlite3.Connection, tables: set[str], table: str) -> list[dict[str, Any]]:
+def _rows(conn: sqlite3.Connection, tables: set[str], table: str, source: Source
+          ) -> list[dict[str, Any]]:
+    """The table's rows, stored columns only (a generated column is computed by the file's
+    own schema, so it is never read). A value longer than MAX_VALUE_CHARS is checked in SQL
+    and never fetched: its row is skipped with a note."""
     if table not in tables:
         return []
-    # `table` is one of a fixed set of names, never user text.
-    return [dict(row) for row in conn.execute(f"SELECT * FROM {table} ORDER BY id")]
+    # `table` is one of a fixed set of names, never user text; column names are quoted.
+    columns = [str(r["name"]) for r in conn.execute(f"PRAGMA table_xinfo({table})")
+               if r["hidden"] == 0]
+    if not columns:
+        return []
+    quoted = ['"' + c.replace('"', '""') + '"' for c in columns]
+    values = ", ".join(f"CASE WHEN length({q}) > {MAX_VALUE_CHARS} THEN NULL ELSE {q} END AS {q}"
+                       for q in quoted)
+    over = " || ".join(f"CASE WHEN length({q}) > {MAX_VALUE_CHARS} THEN "
+                       f"'{c.replace(chr(39), chr(39) * 2)} ' ELSE '' END"
+                       for c, q in zip(columns, quoted, strict=True))
+    rows = []
+    for row in conn.execute(f"SELECT {values}, {over} AS pma_oversize FROM {table} ORDER BY id"):
+        record = dict(row)
+        oversize = str(record.pop("pma_oversize") or "").split()
+        if oversize:
+            source.note(f"{table} row {record.get('id')}", f"{', '.join(oversize)} longer than "
+                        f"{MAX_VALUE_CHARS:,} characters; skipped")
+            continue
+        rows.append(record)
+    return rows
 
 
 def namespace_of(project: object, source: Source) -> str:
