@@ -145,30 +145,36 @@ class Digest:
         return [*tags, "fix"] if self.fixed else tags
 
     def render(self, limit: int = MAX_RENDER_CHARS) -> str:
-        """The digest as lines of text, whole lines only, at most `limit` characters."""
-        lines: list[str] = []
+        """The digest as lines of text, whole lines only, at most `limit` characters.
+
+        When not everything fits, lines are kept by what they tell: the fix, edits and
+        creations, failures and the pass after them, tests and subagents, then reads, the
+        other commands, searches and the tool counts; kept lines stay in display order.
+        """
+        lines: list[tuple[int, str]] = []
         if self.fixed:
-            lines.append("Fix: a failing command passed after an edit.")
+            lines.append((0, "Fix: a failing command passed after an edit."))
         for label, items in (("Edited", self.edited), ("Created", self.created)):
             if items:
-                lines.append(f"{label}: {_listing(items)}")
-        lines += [f"Ran: {c.rendered()}" for c in _shown_commands(self.commands)]
-        for label, items in (("Tests", self.tests), ("Subagent", self.subagents),
-                             ("Fetched", self.fetched), ("Read", self.read),
-                             ("Searched", self.searched)):
+                lines.append((1, f"{label}: {_listing(items)}"))
+        lines += [(2 if key else 5, f"Ran: {c.rendered()}")
+                  for c, key in _shown_commands(self.commands)]
+        for rank, label, items in ((3, "Tests", self.tests), (3, "Subagent", self.subagents),
+                                   (4, "Fetched", self.fetched), (4, "Read", self.read),
+                                   (6, "Searched", self.searched)):
             if items:
-                lines.append(f"{label}: {_listing(items)}")
+                lines.append((rank, f"{label}: {_listing(items)}"))
         if self.tools:
-            lines.append("Tools: " + ", ".join(
-                name if n == 1 else f"{name} ×{n}" for name, n in self.tools))
-        out: list[str] = []
+            lines.append((7, "Tools: " + ", ".join(
+                name if n == 1 else f"{name} ×{n}" for name, n in self.tools)))
+        kept: set[int] = set()
         size = 0
-        for line in lines:
-            if size + len(line) + 1 > limit:
-                continue
-            out.append(line)
-            size += len(line) + 1
-        return "\n".join(out)
+        for i in sorted(range(len(lines)), key=lambda i: lines[i][0]):
+            cost = len(lines[i][1]) + 1
+            if size + cost <= limit + 1:
+                kept.add(i)
+                size += cost
+        return "\n".join(text for i, (_, text) in enumerate(lines) if i in kept)
 
 
 def build(calls: Sequence[ToolCall], *, root: str | None = None,
@@ -322,24 +328,23 @@ def _listing(items: Iterable[str]) -> str:
     return f"{shown} (+{more} more)" if more > 0 else shown
 
 
-def _shown_commands(commands: Sequence[Command]) -> list[Command]:
-    """At most MAX_COMMANDS, in order: failures and the first pass after each come first,
-    then the latest of the rest."""
-    if len(commands) <= MAX_COMMANDS:
-        return list(commands)
-    keep: set[int] = set()
+def _shown_commands(commands: Sequence[Command]) -> list[tuple[Command, bool]]:
+    """At most MAX_COMMANDS in order, each with whether it is key: a failure or the first
+    pass after one. Key commands are kept first, then the latest of the rest."""
+    key: set[int] = set()
     after_failure = False
     for i, command in enumerate(commands):
         if command.failed:
-            keep.add(i)
+            key.add(i)
             after_failure = True
         elif after_failure and command.failed is False:
-            keep.add(i)
+            key.add(i)
             after_failure = False
-    chosen = sorted(keep)[:MAX_COMMANDS]
-    rest = [i for i in range(len(commands)) if i not in keep]
-    chosen += rest[len(rest) - max(0, MAX_COMMANDS - len(chosen)):] if rest else []
-    return [commands[i] for i in sorted(chosen)[:MAX_COMMANDS]]
+    chosen = sorted(key)[:MAX_COMMANDS]
+    rest = [i for i in range(len(commands)) if i not in key]
+    room = MAX_COMMANDS - len(chosen)
+    chosen += rest[len(rest) - room:] if room > 0 and rest else []
+    return [(commands[i], i in key) for i in sorted(chosen)]
 
 
 def _program(command: str) -> str:
