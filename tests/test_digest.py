@@ -300,6 +300,23 @@ def test_pre_compact_digests_every_exchange_of_a_20_mb_transcript(
     assert fix.prompt == FIX_PROMPT
 
 
+def test_hostile_tool_blocks_still_save_the_exchange(hook: Hook, tmp_path: Path) -> None:
+    """NULs, lone surrogates and odd shapes in tool blocks must not cost the exchange (the
+    store refuses such strings, and a failed save would lose the prompt and reply too)."""
+    t = Session(tmp_path / f"{SESSION}.jsonl")
+    t.prompt("Tidy the generated files")
+    t.tool("Bad\x00Tool\ud800", {"file_path": 3}, "x")
+    t.tool("Edit", {"file_path": f"{PROJECT}/src/gen\ud800/a\x00b.py"}, "ok")
+    t.tool("Bash", {"command": "rm -rf build\x00 \ud83d"}, {"not": "text"})  # type: ignore[arg-type]
+    t.tool("Write", {"file_path": None, "content": "x"}, "")
+    t.tool("Bash", None, "")
+    t.text("Done.")
+    assert_quiet(hook.run("stop", stop_input(t.write(), "Done.")))
+    (row,) = hook.rows()
+    assert "Edited: src/gen" in row["content"] and "`rm -rf build" in row["content"]
+    assert any(tag.startswith("tool:badtool") for tag in row["tags"])
+
+
 def test_settings_read_the_switch(tmp_path: Path) -> None:
     assert Settings.from_env({"PMA_DIGEST": "0"}, cwd=str(tmp_path)).digest is False
     assert Settings.from_env({}, cwd=str(tmp_path)).digest is True

@@ -208,7 +208,9 @@ class _Accumulator:
     fixed: bool = False
 
     def clean(self, text: str, limit: int) -> str:
-        """One line as it may be stored: sanitized whole, then squeezed and cut."""
+        """One line as it may be stored: storable (no NULs or lone surrogates, which the store
+        refuses and a transcript can hold), sanitized whole, then squeezed and cut."""
+        text = _storable(text)
         text = redact.sanitize_for_storage(text, redact_secrets=self.redact_secrets)
         text = _SPACES.sub(" ", text).strip()
         return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
@@ -227,7 +229,7 @@ class _Accumulator:
         return self.clean(path, 200)
 
     def add(self, call: ToolCall) -> None:
-        name = call.name.strip()[:80] or "unknown"
+        name = _SPACES.sub(" ", _storable(call.name)).strip()[:80] or "unknown"
         self.tools[name] += 1
         args = call.input
         if name in READ_TOOLS:
@@ -310,6 +312,15 @@ class _Accumulator:
             tools=tuple(sorted(self.tools.items(), key=lambda kv: (-kv[1], kv[0]))),
             fixed=self.fixed,
         )
+
+
+def _storable(text: str) -> str:
+    text = text.replace("\x00", "")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", errors="replace").decode("utf-8")
+    return text
 
 
 def _put(into: dict[str, None], value: str) -> None:
