@@ -6,6 +6,8 @@ lines, a partial last line), through the hooks run as subprocesses and the MCP `
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -213,6 +215,14 @@ async def test_related_finds_the_exchange_that_touched_a_path(
     (memory,) = data["memories"]
     assert memory["content"].startswith(f"User: {FIX_PROMPT}")
     assert "tests/test_migrations.py" in data["related_nodes"]
+
+    # the CLI shows the digest with the memory, as every face does (it is the memory's text)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pma_mcp", "search", "which file did the migration fix edit"],
+        capture_output=True, text=True, timeout=120, check=False,
+        env={**hook.env, "PMA_NAMESPACE": PROJECT})
+    assert proc.returncode == 0, proc.stderr
+    assert "Edited: pma_mcp/store/migrate.py" in proc.stdout
 
 
 def test_credentials_in_commands_are_stored_redacted(hook: Hook, tmp_path: Path) -> None:
