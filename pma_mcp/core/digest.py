@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pma_mcp.core import redact
+from pma_mcp.core.storable import storable
 
 __all__ = ["Command", "Digest", "ToolCall", "build"]
 
@@ -210,7 +211,7 @@ class _Accumulator:
     def clean(self, text: str, limit: int) -> str:
         """One line as it may be stored: storable (no NULs or lone surrogates, which the store
         refuses and a transcript can hold), sanitized whole, then squeezed and cut."""
-        text = _storable(text)
+        text = storable(text)
         text = redact.sanitize_for_storage(text, redact_secrets=self.redact_secrets)
         text = _SPACES.sub(" ", text).strip()
         return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
@@ -229,7 +230,7 @@ class _Accumulator:
         return self.clean(path, 200)
 
     def add(self, call: ToolCall) -> None:
-        name = _SPACES.sub(" ", _storable(call.name)).strip()[:80] or "unknown"
+        name = _SPACES.sub(" ", storable(call.name)).strip()[:80] or "unknown"
         self.tools[name] += 1
         args = call.input
         if name in READ_TOOLS:
@@ -312,15 +313,6 @@ class _Accumulator:
             tools=tuple(sorted(self.tools.items(), key=lambda kv: (-kv[1], kv[0]))),
             fixed=self.fixed,
         )
-
-
-def _storable(text: str) -> str:
-    text = text.replace("\x00", "")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = text.encode("utf-8", errors="replace").decode("utf-8")
-    return text
 
 
 def _put(into: dict[str, None], value: str) -> None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pma_mcp.core.namespaces import AUTO_SAVED_TAG
+from pma_mcp.core.storable import storable
 from pma_mcp.core.text import lexicon
 
 if TYPE_CHECKING:
@@ -184,15 +185,7 @@ def _settings(payload: Mapping[str, Any]) -> Settings:
 
 def _text(value: object) -> str:
     """A string field of the input, made storable (no NULs, no lone surrogates)."""
-    if not isinstance(value, str):
-        return ""
-    if "\x00" in value:
-        value = value.replace("\x00", "")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        value = value.encode("utf-8", errors="replace").decode("utf-8")
-    return value
+    return storable(value) if isinstance(value, str) else ""
 
 
 def _path(payload: Mapping[str, Any], key: str) -> str:
