@@ -201,17 +201,21 @@ class SqliteBackend:
         and OR-ed; a term too common for the row budget is searched in own text only
         (OWN_TEXT). CROSS JOIN pins the join order: without it the planner may scan
         `memories` and probe the index per row (seconds at 100k) instead of walking the
-        FTS matches.
+        FTS matches. The ranking sorts only (seq, bm25) of every match; the wide columns
+        (term vectors) are read for the `limit` kept, not carried through the sort of
+        thousands (about 40% of the query at 20k memories).
         """
         words = analysed.words
         match = match_expression(list(dict.fromkeys(words[t] for t in analysed.searched)),
                                  [words[t] for t in analysed.own_text_only])
         where, params = rows.scope_where(scope)
         return await self._reads.fetch(
-            f"SELECT {rows.CANDIDATE} FROM memory_fts CROSS JOIN memories m "
+            f"SELECT {rows.CANDIDATE} FROM (SELECT memory_fts.rowid AS seq, "
+            "bm25(memory_fts, ?, ?, ?) AS rank FROM memory_fts CROSS JOIN memories m "
             f"ON m.seq = memory_fts.rowid WHERE memory_fts MATCH ? AND {where} "
-            "ORDER BY bm25(memory_fts, ?, ?, ?) LIMIT ?",
-            match, *params, *relevance.COLUMN_WEIGHTS, limit)
+            "ORDER BY rank LIMIT ?) best CROSS JOIN memories m ON m.seq = best.seq "
+            "ORDER BY best.rank",
+            *relevance.COLUMN_WEIGHTS, match, *params, limit)
 
     async def matching_all(
         self, namespace: str, groups: Sequence[Sequence[str]], limit: int
