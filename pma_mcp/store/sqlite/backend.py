@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import math
 import re
 import sqlite3
 from collections import Counter
@@ -35,6 +36,10 @@ T = TypeVar("T")
 
 OWN_TEXT = "{content labels}"
 """FTS5 column filter: a memory's own text and labels, not its neighbours' context."""
+INDEX_FIRST_MARGIN = 1.25
+"""How many more of the index's best matches than the scope's share predicts are read."""
+INDEX_FIRST_MAX = 4
+"""Beyond this many times the limit, the joined search is cheaper (a scope of few memories)."""
 _CAST = re.compile(r"::\w+(\[\])?")
 
 
@@ -208,6 +213,10 @@ class SqliteBackend:
         words = analysed.words
         match = match_expression(list(dict.fromkeys(words[t] for t in analysed.searched)),
                                  [words[t] for t in analysed.own_text_only])
+        if not scope.tags:
+            found = await self._index_first(analysed, scope, limit, match)
+            if found is not None:
+                return found
         where, params = rows.scope_where(scope)
         return await self._reads.fetch(
             f"SELECT {rows.CANDIDATE} FROM (SELECT memory_fts.rowid AS seq, "
@@ -216,6 +225,36 @@ class SqliteBackend:
             "ORDER BY rank LIMIT ?) best CROSS JOIN memories m ON m.seq = best.seq "
             "ORDER BY best.rank",
             *relevance.COLUMN_WEIGHTS, match, *params, limit)
+
+    async def _index_first(
+        self, analysed: AnalysedQuery, scope: Scope, limit: int, match: str
+    ) -> list[Row] | None:
+        """`candidates` when the scope holds most of the store: the index's best matches
+        alone, scope checked afterwards on the few kept, without a join per match (half
+        the query at 100k memories in one project). Exact or nothing: None when the index's
+        best `fetch` held fewer than `limit` in scope and more may follow.
+
+        Matches come in rowid order and the LIMIT sort keeps ties in arrival order, so the
+        in-scope rows of the index's best `fetch` are the best in-scope rows, same order.
+        """
+        if analysed.scope_share <= 0.0:
+            return None
+        fetch = math.ceil(limit * INDEX_FIRST_MARGIN / analysed.scope_share) + 10
+        if fetch > limit * INDEX_FIRST_MAX:
+            return None
+        found = await self._reads.fetch(
+            f"SELECT {rows.CANDIDATE}, {rows.SCOPE_COLUMNS} FROM (SELECT rowid AS seq, "
+            "bm25(memory_fts, ?, ?, ?) AS rank FROM memory_fts WHERE memory_fts MATCH ? "
+            "ORDER BY rank LIMIT ?) best LEFT JOIN memories m ON m.seq = best.seq "
+            "ORDER BY best.rank",
+            *relevance.COLUMN_WEIGHTS, match, fetch)
+        width = len(found[0]) - 3 if found else 0
+        kept = [r[:width] for r in found
+                if r[width] is not None and rows.in_scope(r[width], r[width + 1],
+                                                          r[width + 2], scope)]
+        if len(kept) >= limit or len(found) < fetch:
+            return kept[:limit]
+        return None
 
     async def matching_all(
         self, namespace: str, groups: Sequence[Sequence[str]], limit: int
