@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import random
 import shutil
@@ -70,6 +71,9 @@ def echo(text: str) -> str:
 app.run()
 '''
 """The least an SDK server can be: one tool, stdio, nothing else."""
+
+Arguments = Callable[[int], dict[str, Any]]
+"""A tool's arguments for call i (negative: warm-up)."""
 
 TARGETS: dict[str, str | dict[int, str]] = {
     "start": "≤ 1.3× floor",
@@ -128,21 +132,6 @@ async def _start_ms(params: StdioServerParameters) -> float:
         return (time.perf_counter() - t) * 1000
 
 
-async def _calls(params: StdioServerParameters, tool: str,
-                 arguments: Callable[[int], dict[str, Any]], runs: int) -> list[float]:
-    """ms per call of `tool` over one session, after 5 warm-up calls."""
-    async with Client(params, mode="legacy") as client:
-        times = []
-        for i in range(-5, runs):
-            t = time.perf_counter()
-            result = await client.call_tool(tool, arguments(i))
-            if result.is_error:
-                raise SystemExit(f"{tool} failed: {result.content}")
-            if i >= 0:
-                times.append((time.perf_counter() - t) * 1000)
-        return times
-
-
 def _process_ms(cmd: list[str], stdin: bytes, env: dict[str, str]) -> float:
     t = time.perf_counter()
     proc = subprocess.run(cmd, input=stdin, capture_output=True, env=env, check=False)
@@ -178,38 +167,68 @@ async def bench_start(code: Code, work: Path, floor: StdioServerParameters, runs
     return Row(code.label, "start", None, a, b, "minimal SDK server")
 
 
-async def bench_store(code: Code, db: Path, url: str | None, size: int, work: Path,
+async def _interleaved(calls: list[tuple[StdioServerParameters, str, Arguments]],
+                       runs: int) -> list[list[float]]:
+    """ms per call of each (server, tool, arguments), one session each, taking turns call by
+    call after 5 warm-up rounds: a load spike on the shared machine hits every one alike."""
+    async with contextlib.AsyncExitStack() as stack:
+        clients = [await stack.enter_async_context(Client(params, mode="legacy"))
+                   for params, _, _ in calls]
+        times: list[list[float]] = [[] for _ in calls]
+        for i in range(-5, runs):
+            for client, (_, tool, arguments), out in zip(clients, calls, times, strict=True):
+                t = time.perf_counter()
+                result = await client.call_tool(tool, arguments(i))
+                if result.is_error:
+                    raise SystemExit(f"{tool} failed: {result.content}")
+                if i >= 0:
+                    out.append((time.perf_counter() - t) * 1000)
+        return times
+
+
+async def bench_store(codes: list[Code], db: Path, url: str | None, size: int, work: Path,
                       floor: StdioServerParameters, runs: int) -> list[Row]:
+    """recall, remember and the prompt hook of every code, taking turns with the floor."""
     env = _env(db, url)
-    ours = _params(["-m", "pma_mcp"], env, work, code.python)
+    servers = [_params(["-m", "pma_mcp"], env, work, code.python) for code in codes]
     rng = random.Random(size)
     questions = [prompt_text(rng) for _ in range(runs + 5)]
-    echo = await _calls(floor, "echo", lambda i: {"text": questions[i + 5]}, runs)
-    recall = await _calls(ours, "recall", lambda i: {"query": questions[i + 5], "limit": 5},
-                          runs)
+    echo: Arguments = lambda i: {"text": questions[i + 5]}  # noqa: E731
+    rows = []
+    recall: Arguments = lambda i: {"query": questions[i + 5], "limit": 5}  # noqa: E731
+    *ours, bare = await _interleaved([*[(s, "recall", recall) for s in servers],
+                                      (floor, "echo", echo)], runs)
+    rows += [Row(c.label, "recall", size, t, bare, "echo round trip")
+             for c, t in zip(codes, ours, strict=True)]
     tag = uuid.uuid4().hex[:8]
-    remember = await _calls(
-        ours, "remember",
-        lambda i: {"content": f"Decision {tag}-{i}: {questions[i + 5]} We chose option {i}."},
-        runs)
-    rows = [Row(code.label, "recall", size, recall, echo, "echo round trip"),
-            Row(code.label, "remember", size, remember, echo, "echo round trip")]
-    hook, bare = [], []
+    remembers = [
+        (s, "remember",
+         (lambda i, k=k: {"content": f"Decision {tag}-{k}-{i}: {questions[i + 5]} "
+                                     f"We chose option {i}."}))
+        for k, s in enumerate(servers)]
+    *ours, bare = await _interleaved([*remembers, (floor, "echo", echo)], runs)
+    rows += [Row(c.label, "remember", size, t, bare, "echo round trip")
+             for c, t in zip(codes, ours, strict=True)]
+    hooks: list[list[float]] = [[] for _ in codes]
+    passes = []
     for i in range(-2, runs):
-        session = str(uuid.uuid4())
-        transcript = work / f"{session}.jsonl"
-        write_transcript(transcript, session, questions[i + 2], "ok")
-        stdin = (f'{{"session_id": "{session}", "transcript_path": "{transcript}", '
-                 f'"cwd": "{PROJECT}", "permission_mode": "default", '
-                 f'"hook_event_name": "UserPromptSubmit", '
-                 f'"prompt": "{questions[i + 2]}"}}').encode()
-        x = _process_ms([*code.hook, "hook", "user-prompt-submit"], stdin, env)
+        for code, out in zip(codes, hooks, strict=True):
+            session = str(uuid.uuid4())
+            transcript = work / f"{session}.jsonl"
+            write_transcript(transcript, session, questions[i + 2], "ok")
+            stdin = (f'{{"session_id": "{session}", "transcript_path": "{transcript}", '
+                     f'"cwd": "{PROJECT}", "permission_mode": "default", '
+                     f'"hook_event_name": "UserPromptSubmit", '
+                     f'"prompt": "{questions[i + 2]}"}}').encode()
+            x = _process_ms([*code.hook, "hook", "user-prompt-submit"], stdin, env)
+            transcript.unlink()
+            if i >= 0:
+                out.append(x)
         y = _process_ms([sys.executable, "-c", "pass"], b"", env)
-        transcript.unlink()
         if i >= 0:
-            hook.append(x)
-            bare.append(y)
-    rows.append(Row(code.label, "prompt hook", size, hook, bare, "python -c pass"))
+            passes.append(y)
+    rows += [Row(c.label, "prompt hook", size, t, passes, "python -c pass")
+             for c, t in zip(codes, hooks, strict=True)]
     return rows
 
 
@@ -262,8 +281,7 @@ async def main() -> None:
                 rows = [await bench_start(code, work, floor, args.start_runs, url)
                         for code in codes]
                 for size, db, url in stores:
-                    for code in codes:
-                        rows += await bench_store(code, db, url, size, work, floor, args.runs)
+                    rows += await bench_store(codes, db, url, size, work, floor, args.runs)
                 report(rows, place.label)
         finally:
             await places.drop_kept()
