@@ -269,9 +269,10 @@ def write_transcript(path: Path, session: str, prompt: str, reply: str) -> None:
     path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
 
 
-def hook_command() -> list[str]:
-    script = Path(sys.executable).with_name("pma-mcp")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "pma_mcp"]
+def hook_command(python: str = sys.executable) -> list[str]:
+    """`pma-mcp` of the venv `python` belongs to."""
+    script = Path(python).with_name("pma-mcp")
+    return [str(script)] if script.exists() else [python, "-m", "pma_mcp"]
 
 
 async def build_in(place: places.Place, work: Path, n: int) -> tuple[Path, str | None]:

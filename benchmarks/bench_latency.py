@@ -2,6 +2,7 @@
 
     uv run python -m benchmarks.bench_latency [--sizes 20000 100000] [--runs 60]
         [--db-dir DIR] [--backend sqlite|postgres|both] [--database-url URL]
+        [--base CHECKOUT]
 
 - start: `pma-mcp` spawned → `tools/list` answered (SDK client, fresh store), beside a
   minimal server on the same SDK with one tool (FLOOR_SERVER); target ≤ 1.3×.
@@ -15,12 +16,17 @@ Stores hold the developer-conversation corpus of benchmarks/bench_hooks.py (one 
 namespace plus 5% global), bulk-loaded through the store; with --db-dir a SQLite store of each
 size is kept and reused. Runs of ours and the floor alternate, so machine noise hits both
 alike; the ratio of p50s is the figure that counts on a shared machine.
+
+`--base CHECKOUT` measures another checkout (its own `.venv`, e.g. a worktree at main) in the
+same run against the same stores and floors: each figure then has a "base" row beside "ours",
+the before/after of a change on a noisy machine.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import random
 import shutil
@@ -66,6 +72,9 @@ app.run()
 '''
 """The least an SDK server can be: one tool, stdio, nothing else."""
 
+Arguments = Callable[[int], dict[str, Any]]
+"""A tool's arguments for call i (negative: warm-up)."""
+
 TARGETS: dict[str, str | dict[int, str]] = {
     "start": "≤ 1.3× floor",
     "recall": {20_000: "≤ 6× floor", 100_000: "p50 ≤ 10 ms"},
@@ -74,8 +83,21 @@ TARGETS: dict[str, str | dict[int, str]] = {
 }
 
 
+@dataclass(frozen=True)
+class Code:
+    """Which checkout's pma-mcp runs: `python` from its venv."""
+
+    label: str
+    python: str
+
+    @property
+    def hook(self) -> list[str]:
+        return hook_command(self.python)
+
+
 @dataclass
 class Row:
+    code: str
     figure: str
     size: int | None
     ours: list[float]
@@ -97,8 +119,9 @@ def _env(db: Path, url: str | None) -> dict[str, str]:
     return env
 
 
-def _params(args: list[str], env: dict[str, str], cwd: Path) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=args, env=env, cwd=str(cwd))
+def _params(args: list[str], env: dict[str, str], cwd: Path,
+            python: str = sys.executable) -> StdioServerParameters:
+    return StdioServerParameters(command=python, args=args, env=env, cwd=str(cwd))
 
 
 async def _start_ms(params: StdioServerParameters) -> float:
@@ -107,21 +130,6 @@ async def _start_ms(params: StdioServerParameters) -> float:
     async with Client(params, mode="legacy") as client:
         await client.list_tools()
         return (time.perf_counter() - t) * 1000
-
-
-async def _calls(params: StdioServerParameters, tool: str,
-                 arguments: Callable[[int], dict[str, Any]], runs: int) -> list[float]:
-    """ms per call of `tool` over one session, after 5 warm-up calls."""
-    async with Client(params, mode="legacy") as client:
-        times = []
-        for i in range(-5, runs):
-            t = time.perf_counter()
-            result = await client.call_tool(tool, arguments(i))
-            if result.is_error:
-                raise SystemExit(f"{tool} failed: {result.content}")
-            if i >= 0:
-                times.append((time.perf_counter() - t) * 1000)
-        return times
 
 
 def _process_ms(cmd: list[str], stdin: bytes, env: dict[str, str]) -> float:
@@ -143,53 +151,84 @@ async def _alternate(ours: Callable[[], Awaitable[float]], floor: Callable[[], A
     return a, b
 
 
-async def bench_start(work: Path, floor: StdioServerParameters, runs: int,
+async def bench_start(code: Code, work: Path, floor: StdioServerParameters, runs: int,
                       url: str | None) -> Row:
     counter = iter(range(1_000_000))
 
     async def ours() -> float:
-        fresh = work / f"start-{next(counter)}.db"
-        return await _start_ms(_params(["-m", "pma_mcp"], _env(fresh, url), work))
+        fresh = work / f"start-{code.label}-{next(counter)}.db"
+        return await _start_ms(_params(["-m", "pma_mcp"], _env(fresh, url), work,
+                                       code.python))
 
     async def bare() -> float:
         return await _start_ms(floor)
 
     a, b = await _alternate(ours, bare, runs)
-    return Row("start", None, a, b, "minimal SDK server")
+    return Row(code.label, "start", None, a, b, "minimal SDK server")
 
 
-async def bench_store(db: Path, url: str | None, size: int, work: Path,
+async def _interleaved(calls: list[tuple[StdioServerParameters, str, Arguments]],
+                       runs: int) -> list[list[float]]:
+    """ms per call of each (server, tool, arguments), one session each, taking turns call by
+    call after 5 warm-up rounds: a load spike on the shared machine hits every one alike."""
+    async with contextlib.AsyncExitStack() as stack:
+        clients = [await stack.enter_async_context(Client(params, mode="legacy"))
+                   for params, _, _ in calls]
+        times: list[list[float]] = [[] for _ in calls]
+        for i in range(-5, runs):
+            for client, (_, tool, arguments), out in zip(clients, calls, times, strict=True):
+                t = time.perf_counter()
+                result = await client.call_tool(tool, arguments(i))
+                if result.is_error:
+                    raise SystemExit(f"{tool} failed: {result.content}")
+                if i >= 0:
+                    out.append((time.perf_counter() - t) * 1000)
+        return times
+
+
+async def bench_store(codes: list[Code], db: Path, url: str | None, size: int, work: Path,
                       floor: StdioServerParameters, runs: int) -> list[Row]:
+    """recall, remember and the prompt hook of every code, taking turns with the floor."""
     env = _env(db, url)
-    ours = _params(["-m", "pma_mcp"], env, work)
+    servers = [_params(["-m", "pma_mcp"], env, work, code.python) for code in codes]
     rng = random.Random(size)
     questions = [prompt_text(rng) for _ in range(runs + 5)]
-    echo = await _calls(floor, "echo", lambda i: {"text": questions[i + 5]}, runs)
-    recall = await _calls(ours, "recall", lambda i: {"query": questions[i + 5], "limit": 5},
-                          runs)
+    echo: Arguments = lambda i: {"text": questions[i + 5]}  # noqa: E731
+    rows = []
+    recall: Arguments = lambda i: {"query": questions[i + 5], "limit": 5}  # noqa: E731
+    *ours, bare = await _interleaved([*[(s, "recall", recall) for s in servers],
+                                      (floor, "echo", echo)], runs)
+    rows += [Row(c.label, "recall", size, t, bare, "echo round trip")
+             for c, t in zip(codes, ours, strict=True)]
     tag = uuid.uuid4().hex[:8]
-    remember = await _calls(
-        ours, "remember",
-        lambda i: {"content": f"Decision {tag}-{i}: {questions[i + 5]} We chose option {i}."},
-        runs)
-    rows = [Row("recall", size, recall, echo, "echo round trip"),
-            Row("remember", size, remember, echo, "echo round trip")]
-    hook, bare = [], []
+    remembers = [
+        (s, "remember",
+         (lambda i, k=k: {"content": f"Decision {tag}-{k}-{i}: {questions[i + 5]} "
+                                     f"We chose option {i}."}))
+        for k, s in enumerate(servers)]
+    *ours, bare = await _interleaved([*remembers, (floor, "echo", echo)], runs)
+    rows += [Row(c.label, "remember", size, t, bare, "echo round trip")
+             for c, t in zip(codes, ours, strict=True)]
+    hooks: list[list[float]] = [[] for _ in codes]
+    passes = []
     for i in range(-2, runs):
-        session = str(uuid.uuid4())
-        transcript = work / f"{session}.jsonl"
-        write_transcript(transcript, session, questions[i + 2], "ok")
-        stdin = (f'{{"session_id": "{session}", "transcript_path": "{transcript}", '
-                 f'"cwd": "{PROJECT}", "permission_mode": "default", '
-                 f'"hook_event_name": "UserPromptSubmit", '
-                 f'"prompt": "{questions[i + 2]}"}}').encode()
-        x = _process_ms([*hook_command(), "hook", "user-prompt-submit"], stdin, env)
+        for code, out in zip(codes, hooks, strict=True):
+            session = str(uuid.uuid4())
+            transcript = work / f"{session}.jsonl"
+            write_transcript(transcript, session, questions[i + 2], "ok")
+            stdin = (f'{{"session_id": "{session}", "transcript_path": "{transcript}", '
+                     f'"cwd": "{PROJECT}", "permission_mode": "default", '
+                     f'"hook_event_name": "UserPromptSubmit", '
+                     f'"prompt": "{questions[i + 2]}"}}').encode()
+            x = _process_ms([*code.hook, "hook", "user-prompt-submit"], stdin, env)
+            transcript.unlink()
+            if i >= 0:
+                out.append(x)
         y = _process_ms([sys.executable, "-c", "pass"], b"", env)
-        transcript.unlink()
         if i >= 0:
-            hook.append(x)
-            bare.append(y)
-    rows.append(Row("prompt hook", size, hook, bare, "python -c pass"))
+            passes.append(y)
+    rows += [Row(c.label, "prompt hook", size, t, passes, "python -c pass")
+             for c, t in zip(codes, hooks, strict=True)]
     return rows
 
 
@@ -201,14 +240,15 @@ def _target(row: Row) -> str:
 
 
 def report(rows: list[Row], label: str) -> None:
-    print(f"\n{label}: {'figure':<12}{'memories':>9}{'p50 ms':>9}{'p95 ms':>9}  "
+    print(f"\n{label}: {'code':<6}{'figure':<12}{'memories':>9}{'p50 ms':>9}{'p95 ms':>9}  "
           f"{'floor':<20}{'floor p50':>10}{'ratio':>8}  target")
-    for r in rows:
+    for r in sorted(rows, key=lambda r: (r.figure != "start", r.size or 0, r.figure,
+                                         r.code != "ours")):
         p95 = sorted(r.ours)[int(0.95 * (len(r.ours) - 1))]
         size = f"{r.size:,}" if r.size else "fresh"
-        print(f"{'':<{len(label) + 2}}{r.figure:<12}{size:>9}{statistics.median(r.ours):>9.2f}"
-              f"{p95:>9.2f}  {r.floor_name:<20}{statistics.median(r.floor):>10.2f}"
-              f"{r.ratio:>7.2f}×  {_target(r)}")
+        print(f"{'':<{len(label) + 2}}{r.code:<6}{r.figure:<12}{size:>9}"
+              f"{statistics.median(r.ours):>9.2f}{p95:>9.2f}  {r.floor_name:<20}"
+              f"{statistics.median(r.floor):>10.2f}{r.ratio:>7.2f}×  {_target(r)}")
 
 
 async def main() -> None:
@@ -218,8 +258,16 @@ async def main() -> None:
     parser.add_argument("--start-runs", type=int, default=15)
     parser.add_argument("--db-dir", type=Path, default=None,
                         help="keep each size's SQLite store here and reuse it")
+    parser.add_argument("--base", type=Path, default=None,
+                        help="also measure this checkout (its .venv) in the same run")
     places.add_arguments(parser)
     args = parser.parse_args()
+    codes = [Code("ours", sys.executable)]
+    if args.base is not None:
+        python = args.base.resolve() / ".venv" / "bin" / "python"
+        if not python.exists():
+            parser.error(f"--base {args.base}: no {python}; run `uv sync` there first")
+        codes.append(Code("base", str(python)))
     print(machine())
     with tempfile.TemporaryDirectory(prefix="pma-latency-") as tmp:
         work = Path(tmp)
@@ -230,9 +278,10 @@ async def main() -> None:
                 stores = [(size, *await _store(place, work, args.db_dir, size))
                           for size in args.sizes]
                 url = stores[0][2] if stores else None  # PostgreSQL: start against the server
-                rows = [await bench_start(work, floor, args.start_runs, url)]
+                rows = [await bench_start(code, work, floor, args.start_runs, url)
+                        for code in codes]
                 for size, db, url in stores:
-                    rows += await bench_store(db, url, size, work, floor, args.runs)
+                    rows += await bench_store(codes, db, url, size, work, floor, args.runs)
                 report(rows, place.label)
         finally:
             await places.drop_kept()

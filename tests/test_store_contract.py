@@ -409,3 +409,23 @@ async def test_restored_lineage_keeps_the_rows_that_fit(store: Store) -> None:
     assert await store.restore_lineage(page) == 2
     kept = {e.memory_id for m in "abcd" for e in await store.lineage(m * 32)}
     assert kept == {"a" * 32, "b" * 32, "c" * 32, "d" * 32}
+
+
+async def test_most_of_the_store_in_scope_ranks_as_a_filtered_search(store: Store) -> None:
+    """A scope holding most of the store may be searched index first and checked after
+    (store/sqlite/backend.py): the same candidates, in the same order, as the search that
+    filters every match (a tag filter every memory passes forces that one)."""
+    ours = [(await store.insert(mem(f"export job note {i}: " + "retries stay capped " * (i % 7),
+                                    tags=("t",))))[0] for i in range(40)]
+    for i in range(10):  # the best matches lie outside the scope
+        await store.insert(mem(f"export job {i}", namespace=OTHER, tags=("t",)))
+    for old in ours[:3]:  # and among the scope's, superseded ones
+        await store.insert(mem(f"{old.content} (corrected)", tags=("t",)), supersedes=old)
+    for limit in (5, 20, 60):
+        plain = await store.lexical_candidates("export job", Scope(namespaces=(NS,)), limit)
+        tagged = await store.lexical_candidates(
+            "export job", Scope(namespaces=(NS,), tags=("t",)), limit)
+        assert plain == tagged
+        assert len(plain) == min(limit, 40)
+        assert not {h.seq for h in plain} & {m.seq for m in ours[:3]}
+    await consistent(store)

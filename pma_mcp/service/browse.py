@@ -6,7 +6,6 @@ Everything here is bounded whatever the namespace's size, and nothing counts an 
 
 from __future__ import annotations
 
-from pma_mcp.core import collector
 from pma_mcp.core.models import Browse, MemoryType, Overview, Page, TierUse
 from pma_mcp.core.namespaces import AUTO_SAVED_TAG
 from pma_mcp.service.context import DAY, Context, bounded_int
@@ -46,6 +45,8 @@ class Browsing:
                        gc_window: int = OVERVIEW_GC_WINDOW) -> Overview:
         """Tier use against capacity, auto-saved count, memories per day and the changes the
         next bounded GC pass would make: all bounded, whatever the namespace's size."""
+        from pma_mcp.core import collector  # only here and in GC, not on every reader's path
+
         store = self._ctx.store
         own = self._ctx.own(namespace)
         totals = await store.tier_tokens(own)

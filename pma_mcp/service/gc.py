@@ -11,7 +11,6 @@ import contextlib
 import gc
 from collections.abc import Iterator, Mapping, Sequence
 
-from pma_mcp.core import collector
 from pma_mcp.core.models import (
     GCDecision,
     GCPreview,
@@ -87,6 +86,8 @@ class GarbageCollection:
             return await self._stats(own, now)
 
     async def _stats(self, own: str, now: float) -> Stats:
+        from pma_mcp.core import collector  # only GC needs it, not every reader (hooks)
+
         memories = await self._ctx.store.gc_facts(own)
         weights = self._ctx.settings.weights
         by_tier = {tier: TierStats() for tier in MemoryType}
@@ -115,6 +116,8 @@ class GarbageCollection:
         """The decision a full GC run at `now` makes for `memory`, from the memories that
         score higher and its own near-duplicates, never the whole namespace (see
         collector.Prediction and consolidate.merge_of)."""
+        from pma_mcp.core import collector  # only GC needs it, not every reader (hooks)
+
         weights = collector.WEIGHTS  # never PMA_WEIGHTS: see collector
         prediction = collector.Prediction(memory, now, weights)
         store = self._ctx.store
@@ -172,6 +175,8 @@ class GarbageCollection:
     async def _plan_paused(
         self, namespace: str, now: float, max_memories: int | None, window: _Window | None
     ) -> GCPreview:
+        from pma_mcp.core import collector  # only GC needs it, not every reader (hooks)
+
         memories, vectors = window or await self._window(namespace, max_memories)
         weights = collector.WEIGHTS  # never PMA_WEIGHTS: see collector
         outside: dict[MemoryType, int] = {}

@@ -33,12 +33,12 @@ async def insert_row(
                      "ON CONFLICT (namespace) DO UPDATE SET docs = namespace_stats.docs + 1",
                      memory.namespace)
     content_terms = await upkeep.set_own_terms(tx, seq, memory.namespace, memory.content,
-                                               labels)
+                                               labels, new=True)
     earlier = await upkeep.neighbours(tx, memory.namespace, memory.session_id, seq)
     await tx.index(seq, {"content": memory.content, "labels": labels,
                          "context": " ".join(text for _, text in earlier)}, new=True)
     around = [s for s, _ in earlier]
-    await upkeep.set_context_terms(tx, seq, memory.namespace, around)
+    await upkeep.set_context_terms(tx, seq, memory.namespace, around, new=True)
     await upkeep.refresh_context(tx, memory.namespace, memory.session_id, around)
     counts(content_terms, +1)
     if reason is not None:

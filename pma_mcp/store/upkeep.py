@@ -144,17 +144,19 @@ async def refresh_context(
 
 
 async def set_own_terms(
-    tx: Tx, seq: int, namespace: str, content: str, labels: str
+    tx: Tx, seq: int, namespace: str, content: str, labels: str, *, new: bool = False
 ) -> set[str]:
     """(Re)write a memory's own-text vectors, keeping its namespace's document counts and
-    length in step; returns the terms of its content."""
+    length in step; returns the terms of its content. `new`: the row was inserted in this
+    transaction, so its vectors are still the empty defaults and need no read."""
     counts: tuple[Counter[str], Counter[str]] = (Counter(), Counter())
     sequence: list[str] = []
     for term, doc in analysis.tokens([content, labels]):
         counts[doc][term] += 1
         if doc == 0:
             sequence.append(term)
-    row = await tx.fetchrow("SELECT terms, label_terms FROM memories WHERE seq = ?", seq)
+    row = None if new else await tx.fetchrow(
+        "SELECT terms, label_terms FROM memories WHERE seq = ?", seq)
     old_terms, old_labels = (str(row[0]), str(row[1])) if row else ("", "")
     before = set(bm25.decode(old_terms)) | set(bm25.decode(old_labels))
     after = set(counts[0]) | set(counts[1])
@@ -172,15 +174,17 @@ async def set_own_terms(
 
 
 async def set_context_terms(
-    tx: Tx, seq: int, namespace: str, around: Sequence[int]
+    tx: Tx, seq: int, namespace: str, around: Sequence[int], *, new: bool = False
 ) -> None:
-    """A memory's context vector: the sum of its neighbours' content vectors."""
+    """A memory's context vector: the sum of its neighbours' content vectors (`new`: as in
+    set_own_terms)."""
     vectors: list[str] = []
     if around:
         vectors = [str(r[0]) for r in await tx.fetch(
             "SELECT terms FROM memories WHERE seq IN ?", list(around))]
     context = bm25.add(vectors)
-    old = await tx.fetchval("SELECT context_terms FROM memories WHERE seq = ?", seq)
+    old = None if new else await tx.fetchval(
+        "SELECT context_terms FROM memories WHERE seq = ?", seq)
     delta = sum(context.values()) - bm25.length(str(old or ""))
     await tx.execute("UPDATE memories SET context_terms = ?, doc_len = doc_len + ? "
                      "WHERE seq = ?", bm25.encode(context), delta, seq)

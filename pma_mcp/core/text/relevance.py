@@ -128,6 +128,9 @@ class AnalysedQuery:
     own_text_only: tuple[str, ...]
     bm25_query: bm25.Query
     tokens: frozenset[str]
+    scope_share: float = 1.0
+    """The searched namespaces' share of the store's memories: how many of the index's best
+    matches a backend may expect to lie in scope (store/sqlite/backend.py)."""
 
     @property
     def ideal(self) -> float:
@@ -152,6 +155,7 @@ def analysed(
         own_text_only=tuple(own),
         bm25_query=bm25.query(terms, searched, own, scope.docs, scope.doc_freq, scope.length),
         tokens=frozenset(lexicon.words(query)),
+        scope_share=min(scope.docs / index.total_docs, 1.0) if index.total_docs else 1.0,
     )
 
 
