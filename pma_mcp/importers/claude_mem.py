@@ -1,16 +1,22 @@
 """`--from claude-mem`: claude-mem's SQLite database (default `~/.claude-mem/claude-mem.db`).
 
-Schema as in claude-mem's `src/services/sqlite/schema.sql`. Read, opened read-only:
+Tables as claude-mem's own code creates them (`src/services/sqlite/SessionStore.ts` for the
+worker's tables, `src/storage/sqlite/schema.ts` for the server storage added in v13), read on a
+read-only connection; every column is optional, so databases from v9 on read alike:
 - `observations` → episodic memories: title, subtitle, narrative and facts as the text (the
   legacy `text` column when those are empty); `type` and `concepts` as tags; `files_read` and
   `files_modified` as linked entities; `memory_session_id` as the session.
 - `session_summaries` → semantic memories: request, investigated, learned, completed,
   next_steps and notes as labelled lines; `files_read` and `files_edited` as entities.
-- `directives` with status `active` → semantic memories of importance 0.9; scope `global` goes
-  to the global namespace.
+- `memory_items` (v13) → memories like the above by `kind`: `observation` episodic, `summary`
+  and `manual` (written on purpose, importance 0.7) semantic, `prompt` episodic; its project
+  from `projects`, its session from `server_sessions`, its `metadata` object kept. An item that
+  copies a legacy row read here (`legacy_observation_id`, or a `memory_sources` row naming it)
+  is skipped, so nothing arrives twice.
 Each row keeps its `created_at_epoch` (milliseconds) as `created_at`. `project` (a folder's
 name; `merged_into_project` when set) maps to a namespace: --namespace if given, else the
-current namespace when its last path part is that name, else the name itself.
+current namespace when its last path part is that name, else the name itself. `user_prompts`,
+`sdk_sessions` and the sync, event and team tables hold no memory and are not read.
 
 This module holds the only SQL outside the store package: it reads another program's file, never
 our store, and only with SELECT on a read-only connection.
@@ -18,19 +24,22 @@ our store, and only with SELECT on a read-only connection.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import sqlite3
 from pathlib import Path, PurePath
 from typing import Any
 from urllib.parse import quote
 
 from pma_mcp.core.models import ImportItem, MemoryType
-from pma_mcp.core.namespaces import GLOBAL_NAMESPACE
 from pma_mcp.importers.base import FormatError, Reader, Source, epoch, json_list, labels
 
 NAME = "claude-mem"
-EXPECTS = ("a claude-mem SQLite database (~/.claude-mem/claude-mem.db, with observations or "
-           "session_summaries tables)")
-TABLES = ("observations", "session_summaries")
+EXPECTS = ("a claude-mem SQLite database (~/.claude-mem/claude-mem.db, with observations, "
+           "session_summaries or memory_items tables)")
+TABLES = ("observations", "session_summaries", "memory_items")
+ITEM_KINDS = {"observation": (MemoryType.EPISODIC, None), "prompt": (MemoryType.EPISODIC, 0.4),
+              "summary": (MemoryType.SEMANTIC, 0.6), "manual": (MemoryType.SEMANTIC, 0.7)}
 IMPORTANCE = {"decision": 0.7, "bugfix": 0.65, "feature": 0.6, "discovery": 0.55}
 SUMMARY_FIELDS = (("request", "Request"), ("investigated", "Investigated"),
                   ("learned", "Learned"), ("completed", "Completed"),
@@ -49,12 +58,16 @@ def read(source: Source) -> list[ImportItem]:
     try:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if not tables.intersection(TABLES):
-            raise FormatError(NAME, path, EXPECTS, "it has no observations or session_summaries "
-                              f"table (tables: {', '.join(sorted(tables)) or 'none'})")
-        items = [_observation(row, source) for row in _rows(conn, tables, "observations")]
-        items += [_summary(row, source) for row in _rows(conn, tables, "session_summaries")]
-        items += [_directive(row, source) for row in _rows(conn, tables, "directives")
-                  if row.get("status", "active") == "active"]
+            found = ", ".join(sorted(tables)) or "none"
+            raise FormatError(NAME, path, EXPECTS, "it has no observations, session_summaries "
+                              f"or memory_items table (tables: {found})")
+        observations = _rows(conn, tables, "observations")
+        summaries = _rows(conn, tables, "session_summaries")
+        items = [_observation(row, source) for row in observations]
+        items += [_summary(row, source) for row in summaries]
+        read_already = {("observations", row.get("id")) for row in observations}
+        read_already |= {("session_summaries", row.get("id")) for row in summaries}
+        items += _memory_items(conn, tables, source, read_already)
     except sqlite3.DatabaseError as exc:
         raise FormatError(NAME, path, EXPECTS, str(exc)) from None
     finally:
@@ -120,18 +133,44 @@ def _summary(row: dict[str, Any], source: Source) -> ImportItem:
     )
 
 
-def _directive(row: dict[str, Any], source: Source) -> ImportItem:
-    is_global = row.get("scope") == "global" and source.namespace is None
-    return ImportItem(
-        key=f"{NAME}\0directive\0{row.get('id')}",
-        content=str(row.get("content") or ""),
-        namespace=GLOBAL_NAMESPACE if is_global else namespace_of(row.get("project"), source),
-        memory_type=MemoryType.SEMANTIC,
-        importance=0.9,
-        tags=labels([NAME, "directive"]),
-        metadata=_meta(row, "directive"),
-        created_at=_created(row),
-    )
+def _memory_items(conn: sqlite3.Connection, tables: set[str], source: Source,
+                  read_already: set[tuple[str, object]]) -> list[ImportItem]:
+    """v13's `memory_items`, minus those that copy a legacy row already read."""
+    projects = {r.get("id"): r.get("name") for r in _rows(conn, tables, "projects")}
+    sessions = {r.get("id"): r.get("memory_session_id") or r.get("content_session_id")
+                for r in _rows(conn, tables, "server_sessions")}
+    copies: set[object] = set()
+    for row in _rows(conn, tables, "memory_sources"):
+        if (row.get("legacy_table"), row.get("legacy_id")) in read_already:
+            copies.add(row.get("memory_item_id"))
+    out: list[ImportItem] = []
+    for row in _rows(conn, tables, "memory_items"):
+        legacy = row.get("legacy_observation_id")
+        if row.get("id") in copies or (legacy is not None
+                                       and ("observations", legacy) in read_already):
+            continue
+        kind = str(row.get("kind") or "observation")
+        memory_type, importance = ITEM_KINDS.get(kind, ITEM_KINDS["observation"])
+        base = _observation({**row, "project": projects.get(row.get("project_id"))}, source)
+        meta = _meta(row, "memory_item")
+        if isinstance(extra := _json_object(row.get("metadata")), dict) and extra:
+            meta["claude_mem_metadata"] = extra
+        session = sessions.get(row.get("server_session_id"))
+        out.append(dataclasses.replace(
+            base, key=f"{NAME}\0memory_item\0{row.get('id')}", memory_type=memory_type,
+            importance=base.importance if importance is None else importance,
+            tags=labels([NAME, kind, *base.tags[1:]]), metadata=meta,
+            session_id=str(session) if session else None))
+    return out
+
+
+def _json_object(value: object) -> object:
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return None
 
 
 def _meta(row: dict[str, Any], kind: str) -> dict[str, Any]:
