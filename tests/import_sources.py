@@ -120,7 +120,7 @@ def claude_mem_db(path: Path, project: str = "acme-api") -> Path:
                  "memory_session_id, started_at_epoch, updated_at_epoch) VALUES (?,?,?,?,?,?)",
                  ("ss-1", "p-acme", "7d3f2b10-5c6e-4e2a-8f41-9b0c1d2e3f40", "mem-7d3f2b10",
                   OBSERVATION_MS, OBSERVATION_MS))
-    items = [
+    items: list[tuple[str, int | None, str, str, str, str | None, str]] = [
         ("mi-copy", 1, "observation", "bugfix", "Export job retried forever", None, "{}"),
         ("mi-summary", None, "summary", "summary", "Fix the nightly export timeout", None, "{}"),
         ("mi-manual", None, "manual", "rule", "Always run the test suite before committing.",
@@ -128,13 +128,13 @@ def claude_mem_db(path: Path, project: str = "acme-api") -> Path:
         ("mi-queue", None, "observation", "decision", "Export queue moved to BullMQ",
          "The nightly export queue moved from cron to BullMQ with 5 attempts per job.", "{}"),
     ]
-    for n, (item_id, legacy, kind, kind_type, title, narrative, meta) in enumerate(items):
+    for n, (item_id, legacy, item_kind, item_type, heading, body, meta) in enumerate(items):
         conn.execute(
             "INSERT INTO memory_items (id, project_id, server_session_id, legacy_observation_id, "
             "kind, type, title, narrative, concepts, files_modified, metadata, created_at_epoch, "
             "updated_at_epoch) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (item_id, "p-acme", "ss-1", legacy, kind, kind_type, title, narrative,
-             json.dumps(["export"]), json.dumps(["export/queue.ts"] if narrative else []), meta,
+            (item_id, "p-acme", "ss-1", legacy, item_kind, item_type, heading, body,
+             json.dumps(["export"]), json.dumps(["export/queue.ts"] if body else []), meta,
              OBSERVATION_MS + (20 + n) * 60_000, OBSERVATION_MS + (20 + n) * 60_000))
     conn.execute("INSERT INTO memory_sources (id, memory_item_id, source_type, legacy_table, "
                  "legacy_id, created_at_epoch) VALUES (?,?,?,?,?,?)",
