@@ -209,6 +209,11 @@ def claude_code_project(root: Path, claude_home: Path) -> Path:
     (project / ".claude" / "rules" / "sql.md").write_text(
         "# SQL rules\n\nEvery migration is reversible and reviewed by the billing team.\n",
         encoding="utf-8")
+    # a path-scoped rule, as Claude Code's memory docs write one
+    (project / ".claude" / "rules" / "api.md").write_text(
+        '---\npaths:\n  - "src/api/**/*.ts"\n  - "src/routes/*.ts"\n---\n\n# API rules\n\n'
+        "Every endpoint validates its input with the shared schema before touching the "
+        "database.\n", encoding="utf-8")
     memory = claude_home / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(project)) / "memory"
     memory.mkdir(parents=True)
     (memory / "MEMORY.md").write_text(
@@ -249,4 +254,27 @@ async def write_mcp_memory(server: str, path: Path) -> Path:
         for name, arguments in calls:
             result = await client.call_tool(name, arguments)
             assert not result.is_error, result
+    return path
+
+
+def mem0_plugin_export(directory: Path) -> Path:
+    """What the mem0 Claude Code plugin's `export` skill writes: `mem0-export-<project>-<date>.md`,
+    one `---` front-matter block per memory, then its text and a blank line."""
+    blocks = [
+        ("3f9b1c2e-6a4d-4b8e-9c1f-2d3e4f5a6b70", "2026-08-18T09:12:44.120391-07:00",
+         "architecture_decisions", "0.9", "main", "src/export/queue.ts, src/export/retry.ts",
+         "architecture_decisions, infra",
+         "The nightly export runs on a BullMQ queue with 5 attempts per job."),
+        ("7a0c2d4e-1b3f-4c5d-8e9f-0a1b2c3d4e5f", "2026-08-19T14:03:05Z", "task_learnings", "",
+         "feat/webhooks", "", "task_learnings",
+         f"Webhook signing uses the shared secret; the old one ({SECRET}) was revoked."),
+        ("0e1d2c3b-4a59-4867-9a5b-6c7d8e9f0a1b", "2026-08-20T08:00:00Z", "", "", "", "", "",
+         ""),  # a block whose memory text is empty: nothing to import
+    ]
+    text = "".join(
+        f"---\nid: {i}\ncreated_at: {c}\ntype: {t}\nconfidence: {conf}\nbranch: {b}\n"
+        f"files: {f}\ncategories: {cats}\n---\n{body}\n\n"
+        for i, c, t, conf, b, f, cats, body in blocks)
+    path = directory / "mem0-export-acme-api-2026-08-20.md"
+    path.write_text(text, encoding="utf-8")
     return path
