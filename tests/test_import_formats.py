@@ -8,6 +8,7 @@ front matter and the auto-memory `MEMORY.md` index, and a `pma-mcp export` file 
 from __future__ import annotations
 
 import json
+import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -111,3 +112,17 @@ def test_importing_the_same_export_twice_is_a_no_op_success(tmp_path: Path) -> N
     done = pma(b, "import", str(doc))
     assert done.returncode == 1 and "record 1" in done.stderr and "--skip-existing" in done.stderr
     assert json.loads(pma(b, "export", "--all").stdout)["memories"] == before
+
+
+async def test_a_claude_mem_item_with_metadata_too_deep_keeps_its_text(tmp_path: Path) -> None:
+    """v13 `memory_items.metadata` nested past our limit is dropped, not the import."""
+    db = src.claude_mem_db(tmp_path / "claude-mem.db")
+    deep = '{"k":' * 40 + "1" + "}" * 40
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE memory_items SET metadata = ? WHERE id = 'mi-queue'", (deep,))
+    conn.commit()
+    conn.close()
+    env = env_for(tmp_path)
+    assert imported(env, "--from", "claude-mem", str(db))["imported"] == 6
+    queue = next(m for m in await stored(env) if "BullMQ" in m.content)
+    assert "claude_mem_metadata" not in queue.metadata and queue.metadata["record"] == "memory_item"

@@ -31,6 +31,8 @@ from pathlib import Path, PurePath
 from typing import Any
 from urllib.parse import quote
 
+from pma_mcp.core import validation
+from pma_mcp.core.errors import InvalidInputError
 from pma_mcp.core.models import ImportItem, MemoryType
 from pma_mcp.importers.base import FormatError, Reader, Source, epoch, json_list, labels
 
@@ -165,12 +167,16 @@ def _memory_items(conn: sqlite3.Connection, tables: set[str], source: Source,
 
 
 def _json_object(value: object) -> object:
+    """A JSON metadata column, or None when it is not JSON or nests past our depth limit (the
+    item is still imported, without it)."""
     if not isinstance(value, str) or not value.strip():
         return None
     try:
-        return json.loads(value)
-    except json.JSONDecodeError:
+        parsed = json.loads(value)
+        validation.shallow(parsed, limit=validation.MAX_METADATA_DEPTH - 1)
+    except (json.JSONDecodeError, RecursionError, InvalidInputError):
         return None
+    return parsed
 
 
 def _meta(row: dict[str, Any], kind: str) -> dict[str, Any]:
