@@ -167,7 +167,8 @@ async def time_inspect(service: MemoryService, ids: Sequence[str]) -> str:
 async def measure_size(settings: Settings, size: int, samples: int, baseline_max: int) -> None:
     async with await MemoryService.open(settings, counter=WordEstimate()) as service:
         total = await service.store.count(NAMESPACE)
-        ids = [m.id for m in await service.store.namespace_memories(NAMESPACE)]
+        memories = {m.id: m for m in await service.store.namespace_memories(NAMESPACE)}
+        ids = list(memories)
         sample = random.Random(3).sample(ids, min(samples, len(ids)))
         where = (f"PostgreSQL, {service.store.location}" if settings.database_url else
                  f"{settings.db_path.stat().st_size / 1e6:.0f} MB")
@@ -178,6 +179,8 @@ async def measure_size(settings: Settings, size: int, samples: int, baseline_max
         took, cpu = time.perf_counter() - t, time.process_time() - c
         print(f"  gc_preview:               {ms(took)} (CPU {ms(cpu)}; {preview.summary})")
         print(f"  collector.plan alone:     {ms(await plan_only(service))} (cyclic GC paused)")
+        print(f"  merges of a reworded copy into its original: {planted(preview, memories)} "
+              f"of {len(preview.to_merge)} (~{total // DUPLICATE_EVERY:,} planted)")
         if size <= baseline_max:
             t, c = time.perf_counter(), time.process_time()
             old = await baseline_plan(service, time.time())
@@ -193,6 +196,15 @@ async def measure_size(settings: Settings, size: int, samples: int, baseline_max
         ids = [m.id for m in await service.store.namespace_memories(NAMESPACE)]
         sample = random.Random(4).sample(ids, min(samples, len(ids)))
         print(f"  inspect, after one gc_run: {await time_inspect(service, sample)}")
+
+
+def planted(preview: GCPreview, memories: Mapping[str, Memory]) -> int:
+    """How many merges fold one of `corpus_memories`' reworded copies into its original (the
+    two share the original's "#N"; any two other corpus memories never do)."""
+    def number(memory_id: str | None) -> set[str]:
+        return {w for w in memories[memory_id or ""].content.split() if w.startswith("#")}
+
+    return sum(number(d.memory_id) == number(d.merge_into) for d in preview.to_merge)
 
 
 # ------------------------------------------------------------------ lock waits

@@ -62,6 +62,9 @@ class Settings:
     """The PMA_LOG_LEVEL value that was not a level (WARNING is used); callers warn once."""
     weights: Weights = field(default_factory=Weights)
     autosave: bool = True
+    digest: bool = True
+    """PMA_DIGEST: the Stop and PreCompact hooks store a digest of each exchange's tool calls
+    (files, commands, tests) with it; off, an exchange is its prompt and reply only."""
     redact: bool = True
     autosave_gc_threshold: int = 80
     hook_min_similarity: float = 0.55
@@ -128,6 +131,7 @@ class Settings:
             unknown_log_level=None if level else raw_level,
             weights=_weights_from_env(env),
             autosave=_flag(env, "PMA_AUTOSAVE", default=True),
+            digest=_flag(env, "PMA_DIGEST", default=True),
             redact=_flag(env, "PMA_REDACT", default=True),
             autosave_gc_threshold=_int(env, "PMA_GC_THRESHOLD", default=80),
             hook_min_similarity=_unit(env, "PMA_HOOK_MIN_SIMILARITY", default=0.55),

@@ -8,6 +8,12 @@ need is understood: sections, subsections, quoting and escapes, continuation lin
 where git's does not) and `url.<base>.insteadOf`. A file that cannot be read is skipped, never
 an error: the caller falls back to the path namespace / the OS user.
 
+Every file is read through `pma_mcp.files`: a FIFO, device or socket named as a config file,
+an include, `.git` or `commondir` is skipped without blocking. Includes nest at most
+MAX_INCLUDE_DEPTH deep as in git, and one lookup reads at most MAX_CONFIG_FILES files and
+MAX_CONFIG_TOTAL_BYTES in all, so a file including itself several times costs a bounded
+number of parses instead of one per path through the include tree.
+
 A remote becomes one spelling for every clone (`remote_namespace`): `git:<host>/<path>`,
 host and path lowercased, credentials, scheme, port, `.git` and slashes left out. Nothing
 before the host (a user, a password, a token) is ever returned, so it cannot be stored or
@@ -23,11 +29,17 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pma_mcp import files
+
 NAMESPACE_PREFIX = "git:"
 MAX_INCLUDE_DEPTH = 10
 """git's own limit on nested includes."""
 MAX_CONFIG_BYTES = 1 << 20
 """A config file past this is not a config file; it is skipped."""
+MAX_CONFIG_FILES = 200
+"""Config files (includes counted) one read_config parses at most; the rest are skipped."""
+MAX_CONFIG_TOTAL_BYTES = 8 << 20
+"""Bytes one read_config parses at most over all its files."""
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://(.*)$", re.DOTALL)
 _SCP = re.compile(r"^(?:[^@/]*@)?(\[[^\]]+\]|[^:/]+):(.*)$", re.DOTALL)
 _ESCAPED = re.compile(r"\\(.)")
@@ -58,6 +70,8 @@ class _Parsed:
     values: Config = field(default_factory=dict)
     remotes: list[str] = field(default_factory=list)
     """Remote names in the order their url first appears."""
+    files_left: int = MAX_CONFIG_FILES
+    bytes_left: int = MAX_CONFIG_TOTAL_BYTES
 
 
 def find_repository(start: str | os.PathLike[str]) -> Repository | None:
@@ -99,14 +113,7 @@ def _common_dir(git_dir: Path) -> Path:
 
 
 def _read(path: Path) -> str | None:
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_CONFIG_BYTES + 1)
-    except OSError:
-        return None
-    if len(data) > MAX_CONFIG_BYTES:
-        return None
-    return data.decode("utf-8", errors="replace")
+    return files.read_text(path, MAX_CONFIG_BYTES)
 
 
 # ------------------------------------------------------------------ config files
@@ -143,9 +150,13 @@ def read_config(
 
 def _parse_file(path: Path, into: _Parsed, repo: Repository | None, home: Path,
                 depth: int) -> None:
-    text = _read(path)
-    if text is None or depth > MAX_INCLUDE_DEPTH:
+    if depth > MAX_INCLUDE_DEPTH or into.files_left <= 0 or into.bytes_left <= 0:
         return
+    into.files_left -= 1
+    text = _read(path)
+    if text is None:
+        return
+    into.bytes_left -= len(text)
     for name, value in parse(text):
         into.values.setdefault(name, []).append(value)
         section, _, key = name.rpartition(".")

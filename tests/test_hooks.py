@@ -295,13 +295,18 @@ def test_stop_saves_the_last_exchange_and_prints_nothing(
     assert_quiet(hook.run("stop", stop_input(path)))
 
     (row,) = hook.rows()
-    assert row["content"] == f"User: Why does the nightly export job time out?\nAssistant: {REPLY}"
+    said = f"User: Why does the nightly export job time out?\nAssistant: {REPLY}"
+    assert row["content"] == (  # the digest of its one tool call sits between the two
+        "User: Why does the nightly export job time out?\n"
+        "Ran: `grep -n export config/jobs.toml` passed: 13:export.retries = -1\n"
+        f"Tools: Bash\nAssistant: {REPLY}")
     assert (row["namespace"], row["memory_type"], row["session_id"]) == (
         PROJECT, "episodic", SESSION)
-    assert row["tags"] == ["session", "auto-saved"]
+    assert row["tags"] == ["session", "auto-saved", "tool:bash"]
     assert row["metadata"] == {"source": "hook:stop", "prompt_uuid": uuid}
-    # 0.5 + 0.1 ("failing": a problem) + 0.1 ("never": rule-style wording)
-    assert row["importance"] == hooks.importance_of(row["content"]) == 0.7
+    # 0.5 + 0.1 ("failing": a problem) + 0.1 ("never": rule-style wording); the digest of a
+    # passing command adds nothing
+    assert row["importance"] == hooks.importance_of(said) == 0.7
 
 
 def test_stop_without_a_transcript_saves_the_reply_alone(hook: Hook, tmp_path: Path) -> None:

@@ -6,7 +6,8 @@
 `core/` holds the rules and imports nothing above it; `store/` keeps memories and knows no use
 case; `service/` and `admin/` are the only ones that hold a store; a face parses, makes one
 call, and renders. The process's environment (config, identity, gitconfig, launch) sits
-beside the rules: anyone above core may read it, it reads only core.
+beside the rules: anyone above core may read it, it reads only core. `files` (the one guarded
+way to read a path someone else named) is below every reader of files, importers included.
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pma_mcp"
-ENVIRONMENT = {"config", "identity", "gitconfig", "launch"}
+ENVIRONMENT = {"config", "identity", "gitconfig", "launch", "files"}
 FACES = {"server", "hooks", "commands", "ui"}
 MAY_IMPORT: dict[str, set[str]] = {
     "core": {"core"},
-    "store": {"core", "store", "config"},
-    "importers": {"core", "importers"},
+    "store": {"core", "store", "config", "files"},
+    "importers": {"core", "importers", "files"},
     "service": {"core", "store", "service", "importers"} | ENVIRONMENT,
     "admin": {"core", "store", "admin"} | ENVIRONMENT,
     "server": {"core", "service", "server"} | ENVIRONMENT,
@@ -31,9 +32,10 @@ MAY_IMPORT: dict[str, set[str]] = {
     "__main__": {"cli"},
     "__init__": set(),
     "config": {"core", "identity"},
-    "identity": {"core", "gitconfig"},
-    "gitconfig": set(),
+    "identity": {"core", "gitconfig", "files"},
+    "gitconfig": {"files"},
     "launch": set(),
+    "files": {"core"},
 }
 """Per top-level folder or module: the top-level folders and modules it may import."""
 DRIVERS = {"sqlite3", "aiosqlite", "psycopg", "psycopg_pool", "asyncpg"}

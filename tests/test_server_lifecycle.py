@@ -3,7 +3,7 @@
 A client that dies with replies pending (SIGKILL), closes both pipes, or closes only the pipe
 it reads replies from must not leave the server behind: it closes the store and exits, with no
 traceback on stderr. The failure was intermittent (a broken-pipe exception group, then a wait
-forever on aiosqlite's thread), so each way is repeated. The 10 s limit is only a hang
+forever on aiosqlite's thread), so each way is repeated. The 30 s limit is only a hang
 detector; nothing asserts on timing.
 """
 
@@ -21,7 +21,7 @@ import pytest
 
 from tests.reliability.procs import REPO, RawServer, child_env
 
-HANG_LIMIT_S = 10.0
+HANG_LIMIT_S = 30.0
 RUNS = [("kill", 5), ("close", 2), ("stdout", 2)]
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")

@@ -181,6 +181,7 @@ def test_realistic_session(tmp_path: Path) -> None:
         prompt="Please cap them and add a test.",
         reply="Done: retries = 5, test added.",
         timestamp=exchanges[1].timestamp,
+        cwd=exchanges[1].cwd,
     )
     assert "Look at the job settings" not in exchanges[0].reply  # thinking is not the reply
     assert last_user_prompt(path) == "Please cap them and add a test."

@@ -18,6 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pma_mcp import files
+
+MAX_SETTINGS_BYTES = 64_000_000
+"""A Claude Code settings file past this is reported, not read (~/.claude.json grows, but not
+that far)."""
 HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop", "PreCompact")
 RUNS_PMA = re.compile(r"pma[-_](mcp|hook)", re.IGNORECASE)
 
@@ -109,11 +114,17 @@ def short(path: Path, home: Path) -> str:
 
 
 def _load(path: Path, config: ClaudeConfig) -> dict[str, Any] | None:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (FileNotFoundError, NotADirectoryError):
+    if not path.exists():
         return None
-    except (OSError, UnicodeDecodeError) as exc:
+    try:
+        head = files.read_head(path, MAX_SETTINGS_BYTES)  # a FIFO is refused, never waited on
+        if head.cut:
+            raise files.RefusedFileError(path, f"larger than {MAX_SETTINGS_BYTES:,} bytes")
+        text = head.data.decode("utf-8")
+    except files.RefusedFileError as exc:
+        config.problems.append((path, f"cannot read {path}: {exc.reason}"))
+        return None
+    except UnicodeDecodeError as exc:
         config.problems.append((path, f"cannot read {path}: {exc}"))
         return None
     try:

@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pma_mcp import __version__
+from pma_mcp import __version__, files
 from pma_mcp.admin import doctor
 from pma_mcp.commands import outfile, render
 from pma_mcp.config import Settings
@@ -43,6 +43,8 @@ EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 PROGRESS_MIN_RECORDS = 500
+MAX_EXPORT_BYTES = 2_000_000_000
+"""An export file `import` reads (bounded like every read; far past any real export)."""
 """Imports smaller than this finish too fast for a progress bar to help."""
 DEFAULT_WIDTH = 100
 DEBUG_HINT = "set PMA_LOG_LEVEL=DEBUG for details"
@@ -513,6 +515,8 @@ async def _import_from(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         _out(dumps(outcome))
         return EXIT_OK
+    for note in outcome.notes:
+        _out(f"note: {note}")
     verb = "would import" if outcome.dry_run else "imported"
     where = ", ".join(outcome.namespaces) or "nothing"
     _out(f"{verb} {outcome.imported:,} of {outcome.read:,} memories read from {path} "
@@ -523,7 +527,15 @@ async def _import_from(args: argparse.Namespace, settings: Settings) -> int:
 
 def _read_json(name: str) -> object:
     """The parsed file; unreadable or malformed input is refused before the database opens."""
-    raw = sys.stdin.buffer.read() if name == "-" else Path(name).expanduser().read_bytes()
+    if name == "-":
+        raw = sys.stdin.buffer.read()
+    else:
+        try:  # a regular file only: a FIFO is refused at once (pass "-" to read a pipe)
+            raw = files.read_head(Path(name).expanduser(), MAX_EXPORT_BYTES).data
+        except files.RefusedFileError as exc:
+            regular = "not a regular" not in exc.reason
+            pipe = "" if regular else "; pass `-` to read a pipe on standard input"
+            raise _FileError(f"{name}: {exc.reason}{pipe}") from None
     try:
         return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:

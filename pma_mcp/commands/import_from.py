@@ -25,6 +25,8 @@ class ImportOutcome:
     imported: int
     skipped: int
     namespaces: list[str]
+    notes: list[str]
+    """Records the reader skipped or changed, and why ("what: why")."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -34,6 +36,7 @@ class Batch:
     format: str
     path: str
     items: list[ImportItem]
+    notes: list[str]
 
 
 def read(fmt: str, source: Source) -> Batch:
@@ -42,7 +45,8 @@ def read(fmt: str, source: Source) -> Batch:
     reader = FORMATS.get(fmt)
     if reader is None:
         raise InvalidInputError("--from", f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
-    return Batch(format=fmt, path=str(source.path), items=list(reader.read(source)))
+    items = list(reader.read(source))
+    return Batch(format=fmt, path=str(source.path), items=items, notes=list(source.notes))
 
 
 async def store(
@@ -58,4 +62,5 @@ async def store(
         format=batch.format, path=batch.path, dry_run=dry_run, read=len(batch.items),
         imported=report.imported, skipped=report.skipped,
         namespaces=sorted({i.namespace for i in batch.items}),
+        notes=batch.notes,
     )

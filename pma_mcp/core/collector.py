@@ -428,12 +428,12 @@ def _decision(
 
 
 def _merge_decision(memory: Planned, pair: MergePair, score: ScoreBreakdown) -> GCDecision:
-    return _decision(
-        memory, "merge", None,
-        f"near-duplicate of {pair.keep.id[:8]} (cosine {pair.similarity:.2f}); "
-        "the better-scored copy is kept",
-        score, merge_into=pair.keep.id,
-    )
+    why = (f"restatement of {pair.keep.id[:8]} (content terms {pair.overlap:.2f} alike, "
+           f"same numbers, names and negations; cosine {pair.similarity:.3f})"
+           if pair.overlap is not None else
+           f"near-duplicate of {pair.keep.id[:8]} (cosine {pair.similarity:.2f})")
+    return _decision(memory, "merge", None, f"{why}; the better-scored copy is kept", score,
+                     merge_into=pair.keep.id)
 
 
 def _held(outside: Mapping[MemoryType, int] | None) -> list[int]:

@@ -1,4 +1,5 @@
-"""Near-duplicate detection for GC merges: TF-IDF cosine between lexical neighbours.
+"""Which memories GC merges: near-duplicates (TF-IDF cosine between lexical neighbours) and
+restatements (content-term overlap), when their specifics agree.
 
 Two current memories of one namespace are the same fact said twice when the cosine of their
 TF-IDF vectors is at least NEAR_DUPLICATE_COSINE. The vectors are over the index's own terms
@@ -18,18 +19,28 @@ and no strings (`Vocabulary.signatures`, `Vectors`). `inspect` finds one memory'
 through the full-text index by the same rule and scores them with the same `Vectors`, whose
 floats do not depend on the batch, so both agree (`merge_of`).
 
+Restatements say one thing in other words ("…lags; point it at the primary at 02:00." /
+"…lags, so point it at the primary at 02:00 UTC."), below the cosine: two memories are one
+when their content terms (stopwords aside) overlap by RESTATEMENT_OVERLAP (Jaccard), found
+by `ContentTerms`' own neighbour keys. Every merge, of either kind, also needs the two texts'
+specifics to agree (core/restatement.py: numbers, names, negations, qualifiers, speaker), so
+"…at 03:00." never merges into "…at 02:00.". `edge` is the whole rule; MergePair.overlap
+records which kind a merge was.
+
 Exact duplicates never reach this point: `add` recognises them by content hash.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from pma_mcp.core import restatement
 from pma_mcp.core.models import MergePair, Planned
-from pma_mcp.core.text import analysis
+from pma_mcp.core.text import analysis, lexicon
 
 NEAR_DUPLICATE_COSINE = 0.85
 """TF-IDF cosine at or above which two memories of one namespace are the same fact said twice.
@@ -116,13 +127,20 @@ class Vocabulary:
                  (first * m + third, count == 3), (second * m + third, count == 3)]
         keys = np.concatenate([k[w] for k, w in parts])
         members = np.concatenate([np.flatnonzero(w) for _, w in parts])
-        order = np.argsort(keys, kind="stable")
-        keys, members = keys[order], members[order]
-        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-        sizes = np.diff(np.r_[starts, len(keys)])
-        groups = [members[a:a + size].tolist() for a, size in zip(
-            starts[sizes > 1].tolist(), sizes[sizes > 1].tolist(), strict=True)]
-        return groups, table
+        return _shared(keys, members), table
+
+
+def _shared(keys: Any, members: Any) -> list[list[int]]:
+    """The groups of `members` (an integer array beside `keys`) holding one key, for keys
+    held more than once, in key order."""
+    import numpy as np
+
+    order = np.argsort(keys, kind="stable")
+    keys, members = keys[order], members[order]
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    sizes = np.diff(np.r_[starts, len(keys)])
+    return [members[a:a + size].tolist() for a, size in zip(
+        starts[sizes > 1].tolist(), sizes[sizes > 1].tolist(), strict=True)]
 
 
 class _IdTable:
@@ -137,6 +155,8 @@ class _IdTable:
 
     RANK = 0
     DOC_FREQ = 1
+    INDEX = 2
+    """A term's place among the table's terms, from 1 (`column(INDEX)[i - 1]` is i)."""
 
     def __init__(self, ids: Any, ranks: Any, counts: Any) -> None:
         """`ids` unsigned, with each term's rank and document count."""
@@ -144,12 +164,16 @@ class _IdTable:
 
         order = np.argsort(ids, kind="stable")
         self._known = ids[order]
-        self._columns = (ranks[order], counts[order])
+        self._columns = (ranks[order], counts[order], np.arange(1, len(ids) + 1))
         bits = max(1, (2 * len(ids)).bit_length())
         self._shift = np.uint64(64 - bits)
         buckets = (self._known >> self._shift).astype(np.int64)
         self._sizes = np.bincount(buckets, minlength=1 << bits)
         self._starts = np.cumsum(self._sizes) - self._sizes
+
+    def column(self, column: int) -> Any:
+        """`column` for every term, in INDEX order."""
+        return self._columns[column]
 
     def lookup(self, ids: Any, column: int) -> Any:
         """`column` for each of `ids` (int64 term ids; 0 where the namespace lacks one)."""
@@ -264,18 +288,157 @@ class Vectors:
     def cosines(self, left: Sequence[int], right: Sequence[int]) -> list[float]:
         """cos(row left[k], row right[k]) for every k, at most 1."""
         import numpy as np
-        from scipy import sparse  # type: ignore[import-untyped]
 
-        if not left:
-            return []
-        columns = np.searchsorted(_distinct(self.keys), self.keys)
-        matrix = sparse.csr_array((self.weights, columns, self.starts),
-                                  shape=(len(self.starts) - 1, int(columns.max(initial=0)) + 1))
-        products = matrix[np.asarray(left)].multiply(matrix[np.asarray(right)]).tocsr()
-        products.sort_indices()  # summed in key order (the columns follow the keys)
-        values: list[float] = np.minimum(_row_sums(products.data, products.indptr),
-                                         1.0).tolist()
+        values: list[float] = np.minimum(
+            _pair_sums(self.keys, self.weights, self.starts, left, right), 1.0).tolist()
         return values
+
+
+def _pair_sums(keys: Any, values: Any, starts: Any, left: Sequence[int],
+               right: Sequence[int]) -> Any:
+    """For rows of (key, value) entries (each row's keys distinct and sorted, rows
+    delimited by `starts` as a CSR matrix's indptr): the sum over the keys rows left[k] and
+    right[k] share of their values' products, added in key order, for every k."""
+    import numpy as np
+    from scipy import sparse  # type: ignore[import-untyped]
+
+    if not left:
+        return np.zeros(0, dtype=np.float64)
+    columns = np.searchsorted(_distinct(keys), keys)
+    matrix = sparse.csr_array((values, columns, starts),
+                              shape=(len(starts) - 1, int(columns.max(initial=0)) + 1))
+    products = matrix[np.asarray(left)].multiply(matrix[np.asarray(right)]).tocsr()
+    products.sort_indices()  # summed in key order (the columns follow the keys)
+    return _row_sums(products.data, products.indptr)
+
+
+RESTATEMENT_OVERLAP = (4, 5)
+"""Jaccard overlap of content terms, as a fraction, at or above which two memories with equal
+specifics are one statement said twice (`restated`). Measured on benchmarks/bench_merge.py's
+pairs: one content word added to five, or changed in ten, still merges; one changed in
+seven does not."""
+MIN_RESTATEMENT_TERMS = 3
+MAX_RESTATEMENT_TERMS = 40
+"""Restatements are short statements; longer memories are said twice only as near-duplicates
+(the bound keeps each memory's neighbour keys under 50)."""
+
+
+@functools.cache
+def _stopword_ids() -> Any:
+    """Term ids of the stopwords' stems (lexicon.STOPWORDS as the index stems them)."""
+    import numpy as np
+
+    stems = sorted({t for terms in analysis.term_sequences(sorted(lexicon.STOPWORDS))
+                    for t in terms})
+    return np.sort(np.frombuffer(analysis.packed_ids(stems), dtype="<i8"))
+
+
+class ContentTerms:
+    """Each stored term sequence's content terms: its distinct term ids minus the stopwords'
+    (numbers and names stay; restatement.Specifics compares those exactly), one row each.
+
+    Two memories are compared by the restatement rule when their `neighbour_keys` meet:
+    each memory's content terms ranked rarest first (Vocabulary's order, the same in every
+    vocabulary holding them), its prefix of n − ⌈t·n⌉ + 2 terms (t = RESTATEMENT_OVERLAP),
+    and every pair of signing terms in it. Two sets at Jaccard ≥ t share at least ⌈t·n⌉ terms, so
+    both prefixes hold the two rarest shared ones: no restatement is missed but for terms
+    in more than MAX_SIGNATURE_DF memories, which sign nothing. Rare-term pairs make small
+    groups, so the cost follows the namespace's size, not its square."""
+
+    def __init__(self, sequences: Sequence[bytes], vocabulary: Vocabulary) -> None:
+        """Terms are keyed by their INDEX in the vocabulary's table: small integers, so each
+        row's distinct terms come from one sort (the vocabulary must hold every term)."""
+        import numpy as np
+
+        rows = len(sequences)
+        lengths = np.fromiter(map(len, sequences), dtype=np.int64, count=rows)
+        table = vocabulary.ids()
+        index = table.lookup(np.frombuffer(b"".join(sequences), dtype="<i8"), _IdTable.INDEX)
+        owner = np.repeat(np.arange(rows, dtype=np.int64), lengths // analysis.TERM_ID_BYTES)
+        width = len(table.column(_IdTable.INDEX)) + 1
+        content = np.ones(width, dtype=bool)
+        content[table.lookup(_stopword_ids(), _IdTable.INDEX)] = False
+        content[0] = False  # a term the vocabulary lacks
+        entries = _distinct(owner[content[index]] * width + index[content[index]])
+        self.owner, self.ids = entries // width, entries % width
+        self.ranks = np.r_[0, table.column(_IdTable.RANK)][self.ids]
+        self.starts = np.searchsorted(self.owner, np.arange(rows + 1))
+        self.counts = np.diff(self.starts)
+        self._vocabulary = vocabulary
+
+    def eligible(self, row: int) -> bool:
+        return MIN_RESTATEMENT_TERMS <= int(self.counts[row]) <= MAX_RESTATEMENT_TERMS
+
+    def neighbour_keys(self) -> tuple[Any, Any]:
+        """(row, key) arrays: every row's neighbour keys as integers a·M + b (ranks a < b)."""
+        import numpy as np
+
+        ranks = self.ranks
+        m = len(self._vocabulary._ranked)
+        counts = self.counts[self.owner]
+        signing = (ranks > 0) & (counts >= MIN_RESTATEMENT_TERMS) & (
+            counts <= MAX_RESTATEMENT_TERMS)
+        owner, ranks = self.owner[signing], ranks[signing]
+        order = np.lexsort((ranks, owner))
+        owner, ranks = owner[order], ranks[order]
+        position = np.arange(len(owner)) - np.searchsorted(owner, owner, side="left")
+        n = self.counts[owner]
+        top, bottom = RESTATEMENT_OVERLAP
+        prefix = n - (top * n + bottom - 1) // bottom + 2
+        owner, ranks = owner[position < prefix], ranks[position < prefix]
+        rows, keys = [], []
+        for d in range(1, int(prefix.max(initial=0))):
+            same = owner[d:] == owner[:-d]
+            rows.append(owner[d:][same])
+            keys.append(ranks[:-d][same] * m + ranks[d:][same])
+        if not rows:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        return np.concatenate(rows), np.concatenate(keys)
+
+    def key_terms(self, key: int) -> tuple[str, ...]:
+        """The two terms of a neighbour key."""
+        return self._vocabulary.of_ranks(divmod(key, len(self._vocabulary._ranked)))
+
+    def groups(self) -> list[list[int]]:
+        """The groups of rows sharing a neighbour key."""
+        rows, keys = self.neighbour_keys()
+        return _shared(keys, rows)
+
+    def overlaps(self, left: Sequence[int], right: Sequence[int]) -> list[float | None]:
+        """The Jaccard overlap of rows left[k] and right[k] if they are restatements by it
+        (≥ RESTATEMENT_OVERLAP, both of MIN..MAX_RESTATEMENT_TERMS terms), else None."""
+        import numpy as np
+
+        shared = _pair_sums(self.ids, np.ones(len(self.ids)), self.starts, left, right)
+        top, bottom = RESTATEMENT_OVERLAP
+        out: list[float | None] = []
+        for i, j, o in zip(left, right, np.rint(shared).astype(np.int64).tolist(),
+                           strict=True):
+            union = int(self.counts[i] + self.counts[j]) - o
+            restated = self.eligible(i) and self.eligible(j) and bottom * o >= top * union
+            out.append(o / union if restated else None)
+        return out
+
+
+Edge = tuple[float, Planned, Planned, float | None]
+"""A pair that merges: (cosine, a, b, content-term overlap if a restatement, else None)."""
+
+
+@functools.lru_cache(maxsize=4096)
+def _specifics(content: str) -> restatement.Specifics:
+    return restatement.specifics(content)
+
+
+def edge(a: Planned, b: Planned, cosine: float, neighbours: bool,
+         overlap: float | None) -> Edge | None:
+    """Whether `a` and `b` merge: their specifics agree, and they are near-duplicates
+    (lexical neighbours at cosine ≥ NEAR_DUPLICATE_COSINE) or restatements (`overlap`, see
+    ContentTerms.overlaps)."""
+    if not (neighbours and cosine >= NEAR_DUPLICATE_COSINE) and overlap is None:
+        return None
+    if not _specifics(a.content).agree(_specifics(b.content)):
+        return None
+    return (cosine, a, b, None if neighbours and cosine >= NEAR_DUPLICATE_COSINE else overlap)
 
 
 def _per_value(values: Any, of: Callable[[int], float]) -> Any:
@@ -300,26 +463,25 @@ def _row_sums(values: Any, starts: Any) -> Any:
     return sums
 
 
-def select(
-    edges: Iterable[tuple[float, Planned, Planned]], score_of: Mapping[str, float]
-) -> list[MergePair]:
-    """Merges from similar pairs, most similar first; each memory goes at most once, and a
-    memory that goes never absorbs another (nor one that absorbed another goes)."""
-    ordered: list[tuple[float, Planned, Planned]] = sorted(
-        ((value, a, b) if a.seq < b.seq else (value, b, a) for value, a, b in edges),
+def select(edges: Iterable[Edge], score_of: Mapping[str, float]) -> list[MergePair]:
+    """Merges from similar pairs, most similar (by cosine) first; each memory goes at most
+    once, and a memory that goes never absorbs another (nor one that absorbed another
+    goes)."""
+    ordered: list[Edge] = sorted(
+        ((value, a, b, o) if a.seq < b.seq else (value, b, a, o) for value, a, b, o in edges),
         key=lambda e: (e[0], e[1].seq, e[2].seq), reverse=True,
     )
     gone: set[str] = set()
     keepers: set[str] = set()
     pairs: list[MergePair] = []
-    for value, a, b in ordered:
+    for value, a, b, overlap in ordered:
         if a.id in gone or b.id in gone:
             continue
         better = (score_of[a.id], a.seq) >= (score_of[b.id], b.seq)
         keep, drop = (a, b) if better else (b, a)
         if drop.id in keepers:
             continue
-        pairs.append(MergePair(gone=drop, keep=keep, similarity=value))
+        pairs.append(MergePair(gone=drop, keep=keep, similarity=value, overlap=overlap))
         gone.add(drop.id)
         keepers.add(keep.id)
     return pairs
@@ -330,12 +492,23 @@ def similar_pairs(
     profiles: Mapping[int, Profile],
     vectors: Vectors,
     row: Mapping[int, int],
-    threshold: float = NEAR_DUPLICATE_COSINE,
-) -> list[tuple[float, Planned, Planned]]:
-    """Every pair within a neighbour group at or above `threshold`, each pair once
-    (`row`: each profile's row in `vectors`)."""
-    pairs = sorted({(i, j) if i < j else (j, i)
-                    for members in groups for i, j in itertools.combinations(members, 2)})
+    restating: Iterable[Sequence[int]] = (),
+    terms: ContentTerms | None = None,
+) -> list[Edge]:
+    """Every pair that merges (`edge`) within a neighbour group (`groups`) or a restatement
+    group (`restating`, rows of `terms`), each pair once (`row`: each profile's row in
+    `vectors`; `profiles` and `terms` indexed alike)."""
+    near = {(i, j) if i < j else (j, i)
+            for members in groups for i, j in itertools.combinations(members, 2)}
+    said = {(i, j) if i < j else (j, i)
+            for members in restating for i, j in itertools.combinations(members, 2)}
+    pairs = sorted(near | said)
     values = vectors.cosines([row[i] for i, _ in pairs], [row[j] for _, j in pairs])
-    return [(value, profiles[i].memory, profiles[j].memory)
-            for (i, j), value in zip(pairs, values, strict=True) if value >= threshold]
+    restated = [p for p in pairs if p in said]
+    overlaps = dict(zip(restated, terms.overlaps([i for i, _ in restated],
+                                                 [j for _, j in restated]), strict=True)
+                    ) if terms is not None and restated else {}
+    found = (edge(profiles[i].memory, profiles[j].memory, value, (i, j) in near,
+                  overlaps.get((i, j)))
+             for (i, j), value in zip(pairs, values, strict=True))
+    return [e for e in found if e is not None]

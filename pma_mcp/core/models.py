@@ -264,11 +264,18 @@ class GCDecision:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MergePair:
-    """`gone` is folded into `keep` (the better-scored one); `similarity` is their cosine."""
+    """`gone` is folded into `keep` (the better-scored one); `similarity` is their cosine;
+    `overlap` their content terms' Jaccard overlap when they merge as restatements (the
+    same statement in other words, core/consolidation.py), None for near-duplicates."""
 
     gone: Planned
     keep: Planned
     similarity: float
+    overlap: float | None = None
+
+    @property
+    def restated(self) -> bool:
+        return self.overlap is not None
 
 
 @dataclass(slots=True, kw_only=True)

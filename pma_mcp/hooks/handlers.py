@@ -26,10 +26,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pma_mcp.core.namespaces import AUTO_SAVED_TAG
+from pma_mcp.core.storable import storable
 from pma_mcp.core.text import lexicon
 
 if TYPE_CHECKING:
     from pma_mcp.config import Settings
+    from pma_mcp.core.digest import Digest
     from pma_mcp.core.models import Memory, ScoredMemory
     from pma_mcp.hooks.transcript import Exchange
     from pma_mcp.service import MemoryService
@@ -183,15 +185,7 @@ def _settings(payload: Mapping[str, Any]) -> Settings:
 
 def _text(value: object) -> str:
     """A string field of the input, made storable (no NULs, no lone surrogates)."""
-    if not isinstance(value, str):
-        return ""
-    if "\x00" in value:
-        value = value.replace("\x00", "")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        value = value.encode("utf-8", errors="replace").decode("utf-8")
-    return value
+    return storable(value) if isinstance(value, str) else ""
 
 
 def _path(payload: Mapping[str, Any], key: str) -> str:
@@ -415,12 +409,14 @@ def _may_save(settings: Settings) -> bool:
 
 
 async def stop(payload: dict[str, Any], settings: Settings) -> None:
-    """Save the last exchange as an episodic memory, then run a bounded GC share."""
+    """Save the last exchange (with the digest of its tool calls) as an episodic memory, then
+    run a bounded GC share."""
     if not _may_save(settings):
         return
     reply = _text(payload.get("last_assistant_message"))
-    if reply.strip() and len(reply.strip()) < MIN_REPLY_CHARS:
-        return  # trivial reply: not worth reading the transcript
+    short = bool(reply.strip()) and len(reply.strip()) < MIN_REPLY_CHARS
+    if short and not settings.digest:
+        return  # trivial reply and no digest to save: not worth reading the transcript
     path = _path(payload, "transcript_path")
     last = _last_exchange(path) if path else None
     if not reply.strip() and last is not None:
@@ -429,6 +425,7 @@ async def stop(payload: dict[str, Any], settings: Settings) -> None:
         prompt=last.prompt if last is not None else "",
         reply=reply,
         prompt_uuid=last.user_uuid if last is not None else None,
+        digest=_digest(last, payload, settings),
     )
     content = exchange.content(redact_secrets=settings.redact)
     if content is None:
@@ -455,7 +452,8 @@ async def pre_compact(payload: dict[str, Any], settings: Settings) -> None:
     if _text(payload.get("trigger")).strip().lower() == "auto":
         exchanges = exchanges[:-1]
     pending = [
-        Saved(prompt=e.prompt, reply=e.reply, prompt_uuid=e.user_uuid)
+        Saved(prompt=e.prompt, reply=e.reply, prompt_uuid=e.user_uuid,
+              digest=_digest(e, payload, settings))
         for e in exchanges[-MAX_CATCHUP:]
     ]
     if not pending:
@@ -485,24 +483,65 @@ class Saved:
     prompt: str
     reply: str
     prompt_uuid: str | None
+    digest: Digest | None = None
+    """What its tool calls did (core/digest.py); None with PMA_DIGEST=0 or no transcript."""
 
-    def content(self, *, redact_secrets: bool) -> str | None:
+    def content(self, *, redact_secrets: bool) -> Content | None:
         """Memory text with private blocks dropped and secrets redacted; None if trivial.
 
         `sanitize_for_storage` is the intake door's rule for captured conversation
         (service/intake.py), applied here already because it must run before the length
         caps, so a cut can never split a secret in two; a trivial exchange then costs no
-        import of the service.
+        import of the service. The digest (already cleaned the same way, line by line) sits
+        between prompt and reply, where the prompt hook's entry cut keeps it; a short reply
+        is worth saving when the digest shows the exchange changed or ran something.
         """
         from pma_mcp.core.redact import sanitize_for_storage
 
+        digest = self.digest if self.digest is not None and not self.digest.empty else None
         reply = sanitize_for_storage(_text(self.reply), redact_secrets=redact_secrets).strip()
-        if len(reply) < MIN_REPLY_CHARS:
+        if len(reply) < MIN_REPLY_CHARS and (digest is None or not digest.acted):
             return None
         prompt = sanitize_for_storage(_text(self.prompt), redact_secrets=redact_secrets).strip()
-        parts = [f"User: {_head_tail(prompt, MAX_PROMPT_STORED)}"] if prompt else []
-        parts.append(f"Assistant: {_head_tail(reply, MAX_REPLY_STORED)}")
-        return "\n".join(parts)
+        said = [f"User: {_head_tail(prompt, MAX_PROMPT_STORED)}"] if prompt else []
+        if reply:
+            said.append(f"Assistant: {_head_tail(reply, MAX_REPLY_STORED)}")
+        did = digest.render() if digest is not None else ""
+        parts = [*said[:1], did, *said[1:]] if prompt else [did, *said]
+        text = "\n".join(part for part in parts if part)
+        importance = importance_of("\n".join(said))
+        if digest is not None and digest.fixed:
+            importance = round(min(importance + FIX_BONUS, MAX_AUTO_IMPORTANCE), 2)
+        return Content(text, importance, digest)
+
+
+@dataclass(frozen=True, slots=True)
+class Content:
+    """A saved exchange's memory text, its importance, and the digest it holds."""
+
+    text: str
+    importance: float
+    digest: Digest | None
+
+    def tags(self) -> list[str]:
+        return [*AUTO_TAGS, *(self.digest.tags() if self.digest is not None else ())]
+
+    def entities(self) -> list[str]:
+        return self.digest.entities() if self.digest is not None else []
+
+
+def _digest(exchange: Exchange | None, payload: Mapping[str, Any],
+            settings: Settings) -> Digest | None:
+    """The digest of an exchange's tool calls, paths relative to the project directory."""
+    if exchange is None or not exchange.tools or not settings.digest:
+        return None
+    import os
+
+    from pma_mcp.core.digest import build
+
+    root = (os.environ.get("CLAUDE_PROJECT_DIR") or _text(payload.get("cwd")).strip()
+            or exchange.cwd)
+    return build(exchange.tools, root=root or None, redact_secrets=settings.redact)
 
 
 _SIGNALS: tuple[tuple[re.Pattern[str], float], ...] = (
@@ -514,26 +553,37 @@ _SIGNALS: tuple[tuple[re.Pattern[str], float], ...] = (
 )
 
 
+MAX_AUTO_IMPORTANCE = 0.85
+FIX_BONUS = 0.15
+"""Added when the digest shows a fix: a command failed, a file was edited, the same program
+then passed. Reading or searching adds nothing, and neither does the digest's length."""
+
+
 def importance_of(content: str) -> float:
-    """Auto-save importance: 0.5, plus 0.15 for a decision, 0.1 for a bug or fix, 0.1 for a
-    preference or rule, plus 0.05 each past 800 and 2,000 characters; at most 0.85."""
+    """Auto-save importance of an exchange's prompt and reply: 0.5, plus 0.15 for a decision,
+    0.1 for a bug or fix, 0.1 for a preference or rule, plus 0.05 each past 800 and 2,000
+    characters; at most 0.85. The digest adds FIX_BONUS for a fix (Saved.content)."""
     score = 0.5 + sum(weight for pattern, weight in _SIGNALS if pattern.search(content))
     score += 0.05 * (len(content) > 800) + 0.05 * (len(content) > 2_000)
-    return round(min(score, 0.85), 2)
+    return round(min(score, MAX_AUTO_IMPORTANCE), 2)
 
 
 async def _save(
-    service: MemoryService, content: str, exchange: Saved, session: str | None, source: str
+    service: MemoryService, content: Content, exchange: Saved, session: str | None, source: str
 ) -> bool:
-    """Store one exchange; False for an exact duplicate (it is not reinforced either)."""
-    if await service.has_content(content):
+    """Store one exchange; False for an exact duplicate (it is not reinforced either).
+
+    The digest's paths and tests become linked entities and its tools tags, so `related`
+    finds the exchanges that touched a file; they pass the intake door like every field."""
+    if await service.has_content(content.text):
         return False
     metadata: dict[str, Any] = {"source": f"hook:{source}"}
     if exchange.prompt_uuid:
         metadata["prompt_uuid"] = exchange.prompt_uuid
     result = await service.add(
-        content, importance=importance_of(content), memory_type="episodic",
-        tags=list(AUTO_TAGS), metadata=metadata, session_id=session,
+        content.text, importance=content.importance, memory_type="episodic",
+        tags=content.tags(), linked_entities=content.entities(), metadata=metadata,
+        session_id=session,
     )
     return not result.deduplicated
 

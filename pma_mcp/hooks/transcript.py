@@ -4,16 +4,19 @@ user, assistant and system entries of a session).
 The format is internal to Claude Code and changes between releases, the file is appended while
 we read it (the last line is often partial) and it can grow to tens of megabytes. So this module
 never raises on content: a line it cannot understand is skipped, a file it cannot open reads as
-empty, and only the tail of a huge file is read. Standard library only (hook fast path).
+empty, and only the tail of a huge file is read. Standard library, pma_mcp.files and
+core.digest only (hook fast path).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import stat
 from dataclasses import dataclass, field
 from typing import Any
+
+from pma_mcp import files
+from pma_mcp.core.digest import MAX_CALLS, ToolCall
 
 __all__ = ["Exchange", "last_exchange", "last_user_prompt", "read_exchanges"]
 
@@ -25,16 +28,22 @@ _PROMPT_WINDOWS = (256_000, 4_000_000)
 _COMMAND_PREFIXES = ("<command-", "<local-command")
 # Markers Claude Code writes as user text when a turn is interrupted.
 _INTERRUPT_PREFIX = "[Request interrupted by user"
+OUTPUT_HEAD = 8_000
+OUTPUT_TAIL = 2_000
+"""Of a tool's output only the head and the tail are kept (the digest reads no more)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Exchange:
-    """One real user prompt and the assistant text that followed it (may be empty)."""
+    """One real user prompt, the assistant text that followed it (may be empty) and the tool
+    calls of the main thread in between (a subagent's own calls stay in its thread)."""
 
     user_uuid: str | None
     prompt: str
     reply: str
     timestamp: str | None
+    tools: tuple[ToolCall, ...] = ()
+    cwd: str | None = None
 
 
 @dataclass(slots=True)
@@ -42,31 +51,61 @@ class _Pending:
     user_uuid: str | None
     prompt: str
     timestamp: str | None
+    cwd: str | None = None
     parts: list[str] = field(default_factory=list)
+    calls: list[ToolCall] = field(default_factory=list)
+    by_id: dict[str, int] = field(default_factory=dict)
 
     def close(self) -> Exchange:
-        return Exchange(self.user_uuid, self.prompt, "\n".join(self.parts), self.timestamp)
+        return Exchange(self.user_uuid, self.prompt, "\n".join(self.parts), self.timestamp,
+                        tuple(self.calls), self.cwd)
+
+    def tool_uses(self, content: Any) -> None:
+        if not isinstance(content, list):
+            return
+        for block in content:
+            if not isinstance(block, dict) or block.get("type") != "tool_use":
+                continue
+            if len(self.calls) >= MAX_CALLS:
+                return
+            name, args = block.get("name"), block.get("input")
+            call = ToolCall(name if isinstance(name, str) else "unknown",
+                            args if isinstance(args, dict) else {})
+            ident = block.get("id")
+            if isinstance(ident, str):
+                self.by_id[ident] = len(self.calls)
+            self.calls.append(call)
+
+    def tool_results(self, content: list[Any], extra: Any) -> None:
+        result_type = extra.get("type") if isinstance(extra, dict) else None
+        for block in content:
+            if not isinstance(block, dict) or block.get("type") != "tool_result":
+                continue
+            index = self.by_id.get(str(block.get("tool_use_id")))
+            if index is None:
+                continue
+            call = self.calls[index]
+            self.calls[index] = ToolCall(
+                call.name, call.input, _bounded(_result_text(block.get("content"))),
+                block.get("is_error") is True,
+                result_type if isinstance(result_type, str) else None)
 
 
 def _read_tail(path: str | os.PathLike[str], max_bytes: int) -> bytes | None:
     """The last `max_bytes` of the file, starting at a line boundary; None if unreadable.
 
-    Only a regular file is read: a FIFO would block the open and a device such as /dev/zero
-    never ends, and either would hang the hook. O_NONBLOCK makes opening a FIFO return at once.
+    Only a regular file is read (pma_mcp.files): a FIFO would block the open and a device such
+    as /dev/zero never ends, and either would hang the hook.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with open(fd, "rb") as handle:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode):
-                return None
-            size = info.st_size
+        with files.open_regular(path) as handle:
+            size = os.fstat(handle.fileno()).st_size
             if size <= max_bytes:
-                return handle.read(max_bytes)  # bounded: the file may grow while it is read
+                return files.head_of(handle, max_bytes).data  # the file may grow meanwhile
             # Read one byte more: if it is a newline the window already starts on a line.
             handle.seek(size - max_bytes - 1)
-            data = handle.read()
-    except (OSError, ValueError):
+            data = files.head_of(handle, max_bytes + 1).data
+    except (files.RefusedFileError, OSError, ValueError):
         return None
     cut = data.find(b"\n")
     return b"" if cut < 0 else data[cut + 1 :]
@@ -125,6 +164,28 @@ def _assistant_texts(content: Any) -> list[str]:
     return texts
 
 
+def _result_text(content: Any) -> str:
+    """A tool_result's text: a string, or the text blocks of a list (images are skipped)."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    texts = [b["text"] for b in content
+             if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)]
+    return "\n".join(texts)
+
+
+def _bounded(text: str) -> str:
+    """The head and tail of a large output, cut at line boundaries."""
+    if len(text) <= OUTPUT_HEAD + OUTPUT_TAIL:
+        return text
+    head = text[:OUTPUT_HEAD]
+    tail = text[-OUTPUT_TAIL:]
+    head = head[: head.rfind("\n")] if "\n" in head else head
+    tail = tail[tail.find("\n") + 1 :] if "\n" in tail else tail
+    return f"{head}\n…\n{tail}"
+
+
 def _optional_str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
@@ -152,14 +213,20 @@ class _Reader:
         if kind == "user":
             self._user(obj, message, uuid)
         elif self.current is not None and obj.get("isApiErrorMessage") is not True:
-            self.current.parts.extend(_assistant_texts(message.get("content")))
+            content = message.get("content")
+            self.current.parts.extend(_assistant_texts(content))
+            self.current.tool_uses(content)
 
     def _user(self, obj: dict[str, Any], message: dict[str, Any], uuid: str | None) -> None:
         if obj.get("isMeta") is True or obj.get("isCompactSummary") is True:
             return  # injected context (reminders, summaries), not typed by a human
-        text = _text_of(message.get("content"))
+        content = message.get("content")
+        text = _text_of(content)
         if text is None:
-            return  # tool results belong to the current exchange
+            if self.current is not None and isinstance(content, list):
+                # tool results belong to the current exchange
+                self.current.tool_results(content, obj.get("toolUseResult"))
+            return
         prompt = text.strip()
         if not prompt or prompt.startswith(_INTERRUPT_PREFIX):
             return
@@ -167,7 +234,8 @@ class _Reader:
         if prompt.startswith(_COMMAND_PREFIXES):
             # A slash command ends the exchange; its output is not a reply to the previous prompt.
             return
-        self.current = _Pending(uuid, prompt, _optional_str(obj.get("timestamp")))
+        self.current = _Pending(uuid, prompt, _optional_str(obj.get("timestamp")),
+                                _optional_str(obj.get("cwd")))
 
     def _close(self) -> None:
         if self.current is not None:

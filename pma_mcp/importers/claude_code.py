@@ -10,6 +10,11 @@ kept in the metadata and `type` becomes a tag. A rule's `paths:` front matter (t
 scoped to, as a YAML list or one comma-separated line) becomes one `paths:<glob>` tag each and
 the list `paths` in the metadata, so the scoping survives. `MEMORY.md` in the auto-memory folder
 is Claude Code's index of the topic files (links and one-line hooks), not a memory: skipped.
+
+Files are read as `seed` reads a project's docs (project_docs.read_inside): a file found in the
+project or the memory folder whose real location lies outside it (a `CLAUDE.md` linked to
+`~/.aws/credentials`) is skipped with a note, so is anything that is not a regular file, and
+at most project_docs.MAX_FILE_BYTES of a file are read (noted when cut).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from pma_mcp import files as guarded
 from pma_mcp.core.models import ImportItem, MemoryType
 from pma_mcp.importers import project_docs
 from pma_mcp.importers.base import FormatError, Reader, Source, labels, mtime
@@ -27,7 +33,6 @@ EXPECTS = ("a Claude Code project directory (with CLAUDE.md, .claude/rules/*.md 
 PROJECT_FILES = ("CLAUDE.md", ".claude/CLAUDE.md", "CLAUDE.local.md")
 RULES_GLOB = ".claude/rules/*.md"
 MEMORY_INDEX = "MEMORY.md"
-MAX_FILE_BYTES = project_docs.MAX_FILE_BYTES
 IMPORTANCE = {"instructions": 0.7, "rules": 0.7, "auto-memory": 0.6}
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(?P<body>.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _FIELD = re.compile(r"^(?P<key>[A-Za-z_][\w-]*):[ \t]*(?P<value>.*?)[ \t]*$")
@@ -47,37 +52,46 @@ def read(source: Source) -> list[ImportItem]:
                           f"{', '.join(PROJECT_FILES)}, {RULES_GLOB} and "
                           f"{memory_dir(source.claude_home, path)})")
     items: list[ImportItem] = []
-    for kind, file in files:
-        items.extend(_items(kind, file, namespace))
+    for kind, file, root in files:
+        items.extend(_items(kind, file, root, namespace, source))
     return items
 
 
-def _files(path: Path, source: Source) -> tuple[list[tuple[str, Path]], str]:
+def _files(path: Path, source: Source) -> tuple[list[tuple[str, Path, Path]], str]:
+    """(kind, file, the folder it must really lie in) for each file to read, and the
+    namespace. A file named as PATH is read where it leads; one found in a folder is read
+    only if it really lies inside that folder (project_docs.read_inside, as `seed` does)."""
     if path.is_file():
         if path.suffix.lower() != ".md":
             raise FormatError(NAME, path, EXPECTS, "not a Markdown file")
-        return [("auto-memory" if path.parent.name == "memory" else "instructions", path)], (
-            source.namespace or source.current)
+        return [("auto-memory" if path.parent.name == "memory" else "instructions", path,
+                 path.parent)], source.namespace or source.current
     if not path.is_dir():
-        raise FormatError(NAME, path, EXPECTS, "no such file or directory")
+        why = guarded.not_regular(path) or "no such file or directory"  # a FIFO: what it is
+        raise FormatError(NAME, path, EXPECTS, why)
     if path.name == "memory" and path.parent.parent.name == "projects":
-        return [("auto-memory", f) for f in sorted(path.glob("*.md"))
+        return [("auto-memory", f, path) for f in sorted(path.glob("*.md"))
                 if f.name != MEMORY_INDEX], (
             source.namespace or source.current)
-    files = [("instructions", path / name) for name in PROJECT_FILES if (path / name).is_file()]
-    files += [("rules", f) for f in sorted(path.glob(RULES_GLOB)) if f.is_file()]
+    files = [("instructions", path / name, path) for name in PROJECT_FILES
+             if (path / name).is_file()]
+    files += [("rules", f, path) for f in sorted(path.glob(RULES_GLOB)) if f.is_file()]
     auto = memory_dir(source.claude_home, path)
-    files += [("auto-memory", f) for f in sorted(auto.glob("*.md"))
+    auto_real = auto.resolve()
+    files += [("auto-memory", f, auto_real) for f in sorted(auto.glob("*.md"))
               if f.is_file() and f.name != MEMORY_INDEX]
     return files, source.namespace or source.project_namespace(path)
 
 
-def _items(kind: str, file: Path, namespace: str) -> list[ImportItem]:
+def _items(kind: str, file: Path, root: Path, namespace: str, source: Source
+           ) -> list[ImportItem]:
     try:
-        raw = file.read_bytes()[:MAX_FILE_BYTES]
-    except OSError:
+        text, cut = project_docs.read_inside(file, root.resolve())
+    except project_docs.Refused as refused:
+        source.note(str(file), f"skipped: {refused}")
         return []
-    text = raw.decode("utf-8", errors="replace").replace("\x00", "")
+    if cut:
+        source.note(str(file), cut)
     front, body = front_matter(text)
     when = mtime(file)
     extra: dict[str, object] = {k: v for k, v in front.items()

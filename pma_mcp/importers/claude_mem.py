@@ -18,6 +18,10 @@ name; `merged_into_project` when set) maps to a namespace: --namespace if given,
 current namespace when its last path part is that name, else the name itself. `user_prompts`,
 `sdk_sessions` and the sync, event and team tables hold no memory and are not read.
 
+The file is checked to be a regular file before SQLite opens it (a FIFO is refused at once),
+generated columns are never read, and every value's length is checked in SQL before it is
+fetched, so a small file computing a huge value costs no memory.
+
 This module holds the only SQL outside the store package: it reads another program's file, never
 our store, and only with SELECT on a read-only connection.
 """
@@ -31,10 +35,11 @@ from pathlib import Path, PurePath
 from typing import Any
 from urllib.parse import quote
 
+from pma_mcp import files
 from pma_mcp.core import validation
 from pma_mcp.core.errors import InvalidInputError
 from pma_mcp.core.models import ImportItem, MemoryType
-from pma_mcp.importers.base import FormatError, Reader, Source, epoch, json_list, labels
+from pma_mcp.importers.base import FormatError, Reader, Source, each, epoch, json_list, labels
 
 NAME = "claude-mem"
 EXPECTS = ("a claude-mem SQLite database (~/.claude-mem/claude-mem.db, with observations, "
@@ -43,6 +48,11 @@ TABLES = ("observations", "session_summaries", "memory_items")
 ITEM_KINDS = {"observation": (MemoryType.EPISODIC, None), "prompt": (MemoryType.EPISODIC, 0.4),
               "summary": (MemoryType.SEMANTIC, 0.6), "manual": (MemoryType.SEMANTIC, 0.7)}
 IMPORTANCE = {"decision": 0.7, "bugfix": 0.65, "feature": 0.6, "discovery": 0.55}
+MAX_VALUE_CHARS = 1_000_000
+"""A column value longer than this is not read; its row is skipped with a note."""
+MAX_SQLITE_VALUE_BYTES = 8_000_000
+"""SQLite's own cap on any string or blob while reading the file (a backstop: a computed value
+past it ends the read with FormatError)."""
 SUMMARY_FIELDS = (("request", "Request"), ("investigated", "Investigated"),
                   ("learned", "Learned"), ("completed", "Completed"),
                   ("next_steps", "Next steps"), ("notes", "Notes"))
@@ -50,23 +60,26 @@ SUMMARY_FIELDS = (("request", "Request"), ("investigated", "Investigated"),
 
 def read(source: Source) -> list[ImportItem]:
     path = source.path.expanduser()
-    if not path.is_file():
-        raise FormatError(NAME, path, EXPECTS, "no such file")
+    why = files.not_regular(path)  # SQLite opens the file itself: checked before it does
+    if why is not None or not path.is_file():
+        raise FormatError(NAME, path, EXPECTS, why or "no such file")
     try:
         conn = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True)
     except sqlite3.Error as exc:
         raise FormatError(NAME, path, EXPECTS, str(exc)) from None
     conn.row_factory = sqlite3.Row
+    # No string or blob SQLite builds for us may pass this, whatever the schema computes.
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_SQLITE_VALUE_BYTES)
     try:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if not tables.intersection(TABLES):
             found = ", ".join(sorted(tables)) or "none"
             raise FormatError(NAME, path, EXPECTS, "it has no observations, session_summaries "
                               f"or memory_items table (tables: {found})")
-        observations = _rows(conn, tables, "observations")
-        summaries = _rows(conn, tables, "session_summaries")
-        items = [_observation(row, source) for row in observations]
-        items += [_summary(row, source) for row in summaries]
+        observations = _rows(conn, tables, "observations", source)
+        summaries = _rows(conn, tables, "session_summaries", source)
+        items = each(observations, lambda row: _observation(row, source), source, "observation")
+        items += each(summaries, lambda row: _summary(row, source), source, "session summary")
         read_already = {("observations", row.get("id")) for row in observations}
         read_already |= {("session_summaries", row.get("id")) for row in summaries}
         items += _memory_items(conn, tables, source, read_already)
@@ -77,11 +90,34 @@ def read(source: Source) -> list[ImportItem]:
     return [item for item in items if item.content.strip()]
 
 
-def _rows(conn: sqlite3.Connection, tables: set[str], table: str) -> list[dict[str, Any]]:
+def _rows(conn: sqlite3.Connection, tables: set[str], table: str, source: Source
+          ) -> list[dict[str, Any]]:
+    """The table's rows, stored columns only (a generated column is computed by the file's
+    own schema, so it is never read). A value longer than MAX_VALUE_CHARS is checked in SQL
+    and never fetched: its row is skipped with a note."""
     if table not in tables:
         return []
-    # `table` is one of a fixed set of names, never user text.
-    return [dict(row) for row in conn.execute(f"SELECT * FROM {table} ORDER BY id")]
+    # `table` is one of a fixed set of names, never user text; column names are quoted.
+    columns = [str(r["name"]) for r in conn.execute(f"PRAGMA table_xinfo({table})")
+               if r["hidden"] == 0]
+    if not columns:
+        return []
+    quoted = ['"' + c.replace('"', '""') + '"' for c in columns]
+    values = ", ".join(f"CASE WHEN length({q}) > {MAX_VALUE_CHARS} THEN NULL ELSE {q} END AS {q}"
+                       for q in quoted)
+    over = " || ".join(f"CASE WHEN length({q}) > {MAX_VALUE_CHARS} THEN "
+                       f"'{c.replace(chr(39), chr(39) * 2)} ' ELSE '' END"
+                       for c, q in zip(columns, quoted, strict=True))
+    rows = []
+    for row in conn.execute(f"SELECT {values}, {over} AS pma_oversize FROM {table} ORDER BY id"):
+        record = dict(row)
+        oversize = str(record.pop("pma_oversize") or "").split()
+        if oversize:
+            source.note(f"{table} row {record.get('id')}", f"{', '.join(oversize)} longer than "
+                        f"{MAX_VALUE_CHARS:,} characters; skipped")
+            continue
+        rows.append(record)
+    return rows
 
 
 def namespace_of(project: object, source: Source) -> str:
@@ -138,19 +174,19 @@ def _summary(row: dict[str, Any], source: Source) -> ImportItem:
 def _memory_items(conn: sqlite3.Connection, tables: set[str], source: Source,
                   read_already: set[tuple[str, object]]) -> list[ImportItem]:
     """v13's `memory_items`, minus those that copy a legacy row already read."""
-    projects = {r.get("id"): r.get("name") for r in _rows(conn, tables, "projects")}
+    projects = {r.get("id"): r.get("name") for r in _rows(conn, tables, "projects", source)}
     sessions = {r.get("id"): r.get("memory_session_id") or r.get("content_session_id")
-                for r in _rows(conn, tables, "server_sessions")}
+                for r in _rows(conn, tables, "server_sessions", source)}
     copies: set[object] = set()
-    for row in _rows(conn, tables, "memory_sources"):
+    for row in _rows(conn, tables, "memory_sources", source):
         if (row.get("legacy_table"), row.get("legacy_id")) in read_already:
             copies.add(row.get("memory_item_id"))
-    out: list[ImportItem] = []
-    for row in _rows(conn, tables, "memory_items"):
+
+    def item(row: dict[str, Any]) -> ImportItem | None:
         legacy = row.get("legacy_observation_id")
         if row.get("id") in copies or (legacy is not None
                                        and ("observations", legacy) in read_already):
-            continue
+            return None
         kind = str(row.get("kind") or "observation")
         memory_type, importance = ITEM_KINDS.get(kind, ITEM_KINDS["observation"])
         base = _observation({**row, "project": projects.get(row.get("project_id"))}, source)
@@ -158,12 +194,13 @@ def _memory_items(conn: sqlite3.Connection, tables: set[str], source: Source,
         if isinstance(extra := _json_object(row.get("metadata")), dict) and extra:
             meta["claude_mem_metadata"] = extra
         session = sessions.get(row.get("server_session_id"))
-        out.append(dataclasses.replace(
+        return dataclasses.replace(
             base, key=f"{NAME}\0memory_item\0{row.get('id')}", memory_type=memory_type,
             importance=base.importance if importance is None else importance,
             tags=labels([NAME, kind, *base.tags[1:]]), metadata=meta,
-            session_id=str(session) if session else None))
-    return out
+            session_id=str(session) if session else None)
+
+    return each(_rows(conn, tables, "memory_items", source), item, source, "memory item")
 
 
 def _json_object(value: object) -> object:

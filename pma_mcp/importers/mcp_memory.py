@@ -8,62 +8,104 @@ memory "<name> (<entityType>): <observation>" linked to its entity; an entity wi
 observations becomes "<name> is a <entityType>"; every relation becomes
 "<from> <relationType> <to>" linked to both. The file has no times: the file's modification
 time is used. Memories go to --namespace, else the current namespace.
+
+The file is read through pma_mcp.files (a FIFO is refused at once); JSON Lines are streamed,
+so memory stays bounded by the longest line kept, not by the file.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
+from pma_mcp import files
 from pma_mcp.core.models import ImportItem, MemoryType
-from pma_mcp.importers.base import FormatError, Reader, Source, labels, mtime
+from pma_mcp.importers.base import (
+    MAX_DOCUMENT_BYTES,
+    MAX_LINE_BYTES,
+    MAX_STREAM_BYTES,
+    FormatError,
+    Reader,
+    Source,
+    bounded,
+    each,
+    json_document,
+    labels,
+    mtime,
+    opened,
+)
 
 NAME = "mcp-memory"
 EXPECTS = ("a @modelcontextprotocol/server-memory file (JSON Lines of {\"type\": \"entity\"} "
            "and {\"type\": \"relation\"} objects, as in its MEMORY_FILE_PATH)")
-MAX_FILE_BYTES = 200_000_000
+SNIFF_BYTES = 1 << 16
+_DOCUMENT = re.compile(rb'\{\s*(?:"(?:entities|relations)"|$)')
+"""The first line of a `read_graph` document (pretty-printed or on one line), not a record."""
 
 
 def read(source: Source) -> list[ImportItem]:
     path = source.path.expanduser()
-    records = _records(path)
+    records = _records(path, source)
     namespace = source.namespace or source.current
     when = mtime(path)
-    items: list[ImportItem] = []
-    for record in records:
+
+    def items_of(record: dict[str, Any]) -> list[ImportItem]:
         if record.get("type") == "entity" or "entityType" in record:
-            items.extend(_entity(record, namespace, when))
-        elif record.get("type") == "relation" or "relationType" in record:
-            items.extend(_relation(record, namespace, when))
-    return items
+            return _entity(record, namespace, when)
+        if record.get("type") == "relation" or "relationType" in record:
+            return _relation(record, namespace, when)
+        return []
+
+    return [item for items in each(records, items_of, source, "record") for item in items]
 
 
-def _records(path: Path) -> list[dict[str, Any]]:
-    try:
-        text = path.read_bytes()[:MAX_FILE_BYTES].decode("utf-8")
-    except FileNotFoundError:
-        raise FormatError(NAME, path, EXPECTS, "no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FormatError(NAME, path, EXPECTS, str(exc)) from None
-    try:
-        whole = json.loads(text) if text.lstrip().startswith("{") and "\n{" not in text else None
-    except json.JSONDecodeError:
-        whole = None
-    if isinstance(whole, dict) and ("entities" in whole or "relations" in whole):
-        return [*_objects(whole.get("entities")), *_objects(whole.get("relations"))]
+def _records(path: Path, source: Source) -> list[dict[str, Any]]:
+    """The graph's records: a `read_graph` document is parsed whole (up to
+    MAX_DOCUMENT_BYTES), JSON Lines are streamed a line at a time (a line past MAX_LINE_BYTES
+    is skipped with a note, never held)."""
+    with opened(NAME, path, EXPECTS) as handle:
+        first = files.head_of(handle, SNIFF_BYTES).data.lstrip().split(b"\n", 1)[0]
+        handle.seek(0)
+        if _DOCUMENT.match(first):
+            data = bounded(NAME, path, EXPECTS, files.head_of(handle, MAX_DOCUMENT_BYTES),
+                           "the file")
+            try:
+                whole = json_document(NAME, path, EXPECTS, data)
+            except json.JSONDecodeError:
+                whole = None  # read as lines: the error then names the line
+            if isinstance(whole, dict) and ("entities" in whole or "relations" in whole):
+                return [*_objects(whole.get("entities")), *_objects(whole.get("relations"))]
+            handle.seek(0)
+        try:
+            return _json_lines(path, handle, source)
+        except files.RefusedFileError as exc:
+            raise FormatError(NAME, path, EXPECTS, exc.reason) from None
+
+
+def _json_lines(path: Path, handle: BinaryIO, source: Source) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
+    for line in files.lines(handle, path, max_line=MAX_LINE_BYTES, max_total=MAX_STREAM_BYTES):
+        if line.data is None:
+            source.note(f"line {line.number}", f"longer than {MAX_LINE_BYTES:,} bytes; skipped")
+            continue
+        if not line.data.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json.loads(line.data.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise FormatError(NAME, path, EXPECTS, f"line {line.number} is not UTF-8 text "
+                              f"(byte {exc.start})") from None
+        except RecursionError:
+            source.note(f"line {line.number}", "JSON nested too deep to read; skipped")
+            continue
         except json.JSONDecodeError as exc:
-            raise FormatError(NAME, path, EXPECTS, f"line {number} is not JSON ({exc.msg})"
+            raise FormatError(NAME, path, EXPECTS, f"line {line.number} is not JSON ({exc.msg})"
                               ) from None
         if not isinstance(record, dict) or record.get("type") not in ("entity", "relation"):
             raise FormatError(NAME, path, EXPECTS,
-                              f"line {number} is not an entity or relation object")
+                              f"line {line.number} is not an entity or relation object")
         records.append(record)
     return records
 

@@ -12,11 +12,11 @@ back with its reason. Redaction happens where every write does, in the service.
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from pma_mcp import files
 
 SEED_FILES = ("CLAUDE.md", "README.md")
 SEED_GLOB = "docs/*.md"
@@ -24,7 +24,6 @@ MAX_SECTION_CHARS = 4_000
 MIN_SECTION_CHARS = 40
 MAX_FILE_BYTES = 2_000_000  # per file; a larger file is cut here (documented in docs/CLI.md)
 MAX_FILES = 500
-_READ_CHUNK = 1 << 16
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -120,8 +119,8 @@ def read_sections(root: Path) -> SeedRead:
     for file in project_files(root)[:MAX_FILES]:
         source = str(file.relative_to(root))
         try:
-            text, note = _read_inside(file, real_root)
-        except _Refused as refused:
+            text, note = read_inside(file, real_root)
+        except Refused as refused:
             read.skipped.append(Skipped(source, str(refused)))
             continue
         if note:
@@ -133,34 +132,26 @@ def read_sections(root: Path) -> SeedRead:
     return read
 
 
-class _Refused(Exception):
-    """A file `seed` does not read."""
+class Refused(Exception):
+    """A file that is not read, and why (the message)."""
 
 
-def _read_inside(file: Path, real_root: Path) -> tuple[str, str | None]:
-    """The text of `file` if it really lies inside `real_root`, read at most MAX_FILE_BYTES."""
+def read_inside(file: Path, real_root: Path, limit: int = MAX_FILE_BYTES
+                ) -> tuple[str, str | None]:
+    """The text of `file` if it really lies inside `real_root`, read at most `limit` bytes;
+    with a note when the file went on past that. Refused (saying why) for a link leading out
+    of `real_root` or anything that is not a regular file."""
     real = file.resolve()
     if not real.is_relative_to(real_root):
-        raise _Refused("a symlink to a file outside the project; not read")
+        raise Refused("a symlink to a file outside the project; not read")
     try:
         # O_NOFOLLOW on the resolved path: a link swapped in since resolve() is refused too.
-        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError as exc:
-        raise _Refused(f"cannot be opened ({exc.strerror})") from None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise _Refused("not a regular file (a FIFO, device or socket); not read")
-        chunks: list[bytes] = []
-        size = 0
-        while size <= MAX_FILE_BYTES and (chunk := handle.read(_READ_CHUNK)):
-            chunks.append(chunk)
-            size += len(chunk)
-    raw = b"".join(chunks)
+        head = files.read_head(real, limit, follow_symlinks=False)
+    except files.RefusedFileError as refused:
+        raise Refused(refused.reason) from None
     note = None
-    if len(raw) > MAX_FILE_BYTES:
-        raw = raw[:MAX_FILE_BYTES]
-        note = (f"{info.st_size:,} bytes, over the {MAX_FILE_BYTES:,}-byte cap per file: only "
-                "the first part was read")
-    text = raw.decode("utf-8", errors="replace").replace("\x00", "")
+    if head.cut:
+        size = f"{real.stat().st_size:,} bytes, " if real.exists() else ""
+        note = f"{size}over the {limit:,}-byte cap per file: only the first part was read"
+    text = head.data.decode("utf-8", errors="replace").replace("\x00", "")
     return text, note

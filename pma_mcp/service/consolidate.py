@@ -1,7 +1,9 @@
-"""Near-duplicate merges read through the store: the namespace plan's and one memory's.
+"""Near-duplicate and restatement merges read through the store: the namespace plan's and
+one memory's.
 
-The rule itself (signatures, TF-IDF vectors, which pairs merge) is core/consolidation.py;
-here it is fed with the term sequences, vectors and document counts the store keeps.
+The rule itself (signatures, TF-IDF vectors, content terms, specifics, which pairs merge) is
+core/consolidation.py; here it is fed with the term sequences, vectors and document counts
+the store keeps.
 """
 
 from __future__ import annotations
@@ -10,11 +12,13 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from pma_mcp.core.consolidation import (
     MAX_COMPONENT,
-    NEAR_DUPLICATE_COSINE,
+    ContentTerms,
+    Edge,
     Profile,
     ScoreOf,
     Vectors,
     Vocabulary,
+    edge,
     neighbours,
     select,
     similar_pairs,
@@ -65,11 +69,13 @@ async def near_duplicates(
         sequences = await store.term_sequences([m.seq for m in current])
     stored = [sequences.get(m.seq, b"") for m in current]
     groups, table = vocab.signatures(stored)
-    grouped = sorted({i for members in groups for i in members})
+    terms = ContentTerms(stored, vocab)
+    restating = terms.groups()
+    grouped = sorted({i for members in (*groups, *restating) for i in members})
     found = {i: Profile(current[i], vocab.of_ranks(table[i].tolist())) for i in grouped}
     edges = similar_pairs(groups, found, Vectors([stored[i] for i in grouped], vocab),
-                          {i: k for k, i in enumerate(grouped)})
-    return select(edges, {m.id: score_of(m) for e in edges for m in e[1:]})
+                          {i: k for k, i in enumerate(grouped)}, restating, terms)
+    return select(edges, {m.id: score_of(m) for e in edges for m in e[1:3]})
 
 
 def _probe_words(memory: Planned, terms: Sequence[str]) -> list[str]:
@@ -82,7 +88,8 @@ def _probe_words(memory: Planned, terms: Sequence[str]) -> list[str]:
 
 async def merge_of(store: Store, memory: Planned, score_of: ScoreOf) -> MergePair | None:
     """The merge the namespace plan makes of `memory` into another, if any, computed from its
-    chain of near-duplicates alone (found through the full-text index)."""
+    chain of near-duplicates and restatements alone (found through the full-text index by
+    the plan's neighbour keys)."""
     if memory.superseded_by is not None:
         return None
     namespace = memory.namespace
@@ -101,39 +108,58 @@ async def merge_of(store: Store, memory: Planned, score_of: ScoreOf) -> MergePai
         doc_freq.update(counts)
         return profiles(batch, vectors, Vocabulary(counts, total))
 
-    def cosines(p: Profile, others: Sequence[Profile]) -> list[float]:
-        """p's cosine with each of `others`, as the namespace plan computes them."""
-        batch = [p.memory, *(q.memory for q in others)]
-        rows = Vectors([sequences.get(m.seq, b"") for m in batch], Vocabulary(doc_freq, total))
-        return rows.cosines([0] * len(others), list(range(1, len(batch))))
+    def compare(batch: Sequence[Planned]) -> tuple[Vocabulary, ContentTerms, list[set[int]]]:
+        """The batch's content terms and restatement keys, as the plan has them."""
+        vocab = Vocabulary(doc_freq, total)
+        terms = ContentTerms([sequences.get(m.seq, b"") for m in batch], vocab)
+        keys: list[set[int]] = [set() for _ in batch]
+        for row, key in zip(*(a.tolist() for a in terms.neighbour_keys()), strict=True):
+            keys[row].add(key)
+        return vocab, terms, keys
+
+    def restating_terms(p: Profile) -> list[tuple[str, ...]]:
+        """The term pairs of `p`'s restatement keys."""
+        _, terms, (keys,) = compare([p.memory])
+        return [terms.key_terms(k) for k in sorted(keys)]
 
     found: dict[str, Profile] = {}
     pending = [memory]
-    edges: dict[tuple[str, str], tuple[float, Planned, Planned]] = {}
+    edges: dict[tuple[str, str], Edge] = {}
     while pending and len(found) < MAX_COMPONENT:
         fresh = await make(pending)
         found.update((p.memory.id, p) for p in fresh)
         pending = []
         for p in fresh:
-            if not p.signature:
-                continue
-            probes = dict(zip(p.signature, _probe_words(p.memory, p.signature),
-                              strict=True))
-            groups = [[probes[t] for t in key] for key in p.keys
+            restating = restating_terms(p)
+            wanted = sorted({t for key in (*p.keys, *restating) for t in key})
+            probes = dict(zip(wanted, _probe_words(p.memory, wanted), strict=True))
+            groups = [[probes[t] for t in key] for key in (*p.keys, *restating)
                       if all(probes[t] for t in key)]
+            if not groups:
+                continue
             others = [o for o in await store.memories_matching_all(namespace, groups)
                       if o.id != p.memory.id]
             known = [found[o.id] for o in others if o.id in found]
             new = await make([o for o in others if o.id not in found]) if others else []
-            candidates = [q for q in [*known, *new] if neighbours(p, q)]
-            for q, value in zip(candidates, cosines(p, candidates), strict=True):
-                if value < NEAR_DUPLICATE_COSINE:
+            candidates = [p, *known, *new]
+            batch = [q.memory for q in candidates]
+            vocab, terms, keys = compare(batch)
+            compared = [k for k in range(1, len(candidates))
+                        if neighbours(p, candidates[k]) or keys[0] & keys[k]]
+            rows = Vectors([sequences.get(m.seq, b"") for m in batch], vocab)
+            cosines = rows.cosines([0] * len(compared), compared)
+            said = [k for k in compared if keys[0] & keys[k]]
+            overlaps = dict(zip(said, terms.overlaps([0] * len(said), said), strict=True))
+            for k, value in zip(compared, cosines, strict=True):
+                q = candidates[k]
+                found_edge = edge(p.memory, q.memory, value, neighbours(p, q), overlaps.get(k))
+                if found_edge is None:
                     continue
                 ids = sorted((p.memory.id, q.memory.id))
-                edges[ids[0], ids[1]] = (value, p.memory, q.memory)
+                edges[ids[0], ids[1]] = found_edge
                 if q.memory.id not in found and q.memory not in pending:
                     pending.append(q.memory)
-    members = {m.id: m for e in edges.values() for m in e[1:]}
+    members = {m.id: m for e in edges.values() for m in e[1:3]}
     for pair in select(edges.values(), {i: score_of(m) for i, m in members.items()}):
         if pair.gone.id == memory.id:
             return pair

@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 
 import aiosqlite
 
+from pma_mcp import files
 from pma_mcp.core.errors import DatabaseDamagedError, DiskFullError, StorageBusyError, StorageError
 
 log = logging.getLogger(__name__)
@@ -171,6 +172,7 @@ async def connect(database: str, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> aios
     late hook's context is thrown away.
     """
     if database != MEMORY:
+        refuse_non_regular(Path(database))
         _create_private_file(Path(database))
     try:
         conn = await Connection(
@@ -204,6 +206,15 @@ def refuse_writes_if_damaged(conn: aiosqlite.Connection) -> None:
     detail = damage_recorded(conn.database)
     if detail is not None:
         raise DatabaseDamagedError(conn.database, detail)
+
+
+def refuse_non_regular(path: Path) -> None:
+    """A FIFO, device or directory as the database is one clear error before SQLite opens it
+    (SQLite would answer "disk I/O error", or block on a FIFO)."""
+    why = files.not_regular(path)
+    if why is not None:
+        raise StorageError(f"cannot open database {path}: it {why}; set PMA_DB_PATH to the "
+                           "path of a regular file (or of one to create)")
 
 
 def _create_private_file(path: Path) -> None:
