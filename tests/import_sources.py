@@ -1,10 +1,12 @@
 """Inputs for the importers, built the way each tool writes them.
 
-claude-mem: the tables of its `src/services/sqlite/schema.sql` (columns as there), rows as
-its `storeObservation` / summary store write them (JSON-array text columns, ISO time plus epoch
-milliseconds). OpenMemory: the zip of its `routers/backup.py` export. mem0: `get_all()`'s
-`{"results": [...]}`. Claude Code: CLAUDE.md, rules and an auto-memory folder under a
-throwaway config dir. The mcp-memory file is written by the real server (test_import.py).
+claude-mem 13: the worker's tables as its `src/services/sqlite/SessionStore.ts` migrations
+leave them and the server storage of `src/storage/sqlite/schema.ts` (`projects`,
+`server_sessions`, `memory_items`, `memory_sources`), rows as its stores write them (JSON-array
+text columns, ISO time plus epoch milliseconds). OpenMemory: the zip of its `routers/backup.py`
+export. mem0: `get_all()`'s `{"results": [...]}`. Claude Code: CLAUDE.md, rules and an
+auto-memory folder under a throwaway config dir. The mcp-memory file is written by the real
+server (test_import.py).
 """
 
 from __future__ import annotations
@@ -43,10 +45,23 @@ CREATE TABLE session_summaries (id INTEGER PRIMARY KEY AUTOINCREMENT,
 CREATE TABLE user_prompts (id INTEGER PRIMARY KEY AUTOINCREMENT,
   content_session_id TEXT NOT NULL, prompt_number INTEGER NOT NULL, prompt_text TEXT NOT NULL,
   created_at TEXT NOT NULL, created_at_epoch INTEGER NOT NULL);
-CREATE TABLE directives (id INTEGER PRIMARY KEY AUTOINCREMENT,
-  scope TEXT NOT NULL DEFAULT 'global', project TEXT, content TEXT NOT NULL,
-  status TEXT NOT NULL DEFAULT 'active', source TEXT NOT NULL DEFAULT 'manual',
-  created_at TEXT NOT NULL, created_at_epoch INTEGER NOT NULL, updated_at_epoch INTEGER NOT NULL);
+CREATE TABLE projects (id TEXT PRIMARY KEY, name TEXT NOT NULL, slug TEXT UNIQUE,
+  root_path TEXT UNIQUE, metadata TEXT NOT NULL DEFAULT '{}', created_at_epoch INTEGER NOT NULL,
+  updated_at_epoch INTEGER NOT NULL);
+CREATE TABLE server_sessions (id TEXT PRIMARY KEY, project_id TEXT NOT NULL,
+  content_session_id TEXT, memory_session_id TEXT, platform_source TEXT NOT NULL DEFAULT 'claude',
+  title TEXT, status TEXT NOT NULL DEFAULT 'active', metadata TEXT NOT NULL DEFAULT '{}',
+  started_at_epoch INTEGER NOT NULL, completed_at_epoch INTEGER, updated_at_epoch INTEGER NOT NULL);
+CREATE TABLE memory_items (id TEXT PRIMARY KEY, project_id TEXT NOT NULL, server_session_id TEXT,
+  legacy_observation_id INTEGER, kind TEXT NOT NULL
+  CHECK(kind IN ('observation', 'summary', 'prompt', 'manual')), type TEXT NOT NULL, title TEXT,
+  subtitle TEXT, text TEXT, narrative TEXT, facts TEXT NOT NULL DEFAULT '[]',
+  concepts TEXT NOT NULL DEFAULT '[]', files_read TEXT NOT NULL DEFAULT '[]',
+  files_modified TEXT NOT NULL DEFAULT '[]', metadata TEXT NOT NULL DEFAULT '{}',
+  created_at_epoch INTEGER NOT NULL, updated_at_epoch INTEGER NOT NULL);
+CREATE TABLE memory_sources (id TEXT PRIMARY KEY, memory_item_id TEXT NOT NULL,
+  source_type TEXT NOT NULL, legacy_table TEXT, legacy_id INTEGER, source_uri TEXT,
+  metadata TEXT NOT NULL DEFAULT '{}', created_at_epoch INTEGER NOT NULL);
 """
 OBSERVATION_MS = 1_767_225_600_000
 """2026-01-01T00:00:00Z, as claude-mem stores it (Date.now())."""
@@ -96,11 +111,34 @@ def claude_mem_db(path: Path, project: str = "acme-api") -> Path:
         "created_at_epoch) VALUES (?,?,?,?,?)",
         ("7d3f2b10-5c6e-4e2a-8f41-9b0c1d2e3f40", 1, "Why does the export time out?", iso,
          OBSERVATION_MS))
-    conn.execute(
-        "INSERT INTO directives (scope, project, content, status, created_at, created_at_epoch, "
-        "updated_at_epoch) VALUES (?,?,?,?,?,?,?)",
-        ("global", None, "Always run the test suite before committing.", "active", iso,
-         OBSERVATION_MS, OBSERVATION_MS))
+    # v13's server storage: one item copying observation 1 (skipped), one copying the
+    # summary through memory_sources (skipped), and two written there only.
+    conn.execute("INSERT INTO projects VALUES (?,?,?,?,?,?,?)",
+                 ("p-acme", project, project, f"/home/dev/{project}", "{}", OBSERVATION_MS,
+                  OBSERVATION_MS))
+    conn.execute("INSERT INTO server_sessions (id, project_id, content_session_id, "
+                 "memory_session_id, started_at_epoch, updated_at_epoch) VALUES (?,?,?,?,?,?)",
+                 ("ss-1", "p-acme", "7d3f2b10-5c6e-4e2a-8f41-9b0c1d2e3f40", "mem-7d3f2b10",
+                  OBSERVATION_MS, OBSERVATION_MS))
+    items: list[tuple[str, int | None, str, str, str, str | None, str]] = [
+        ("mi-copy", 1, "observation", "bugfix", "Export job retried forever", None, "{}"),
+        ("mi-summary", None, "summary", "summary", "Fix the nightly export timeout", None, "{}"),
+        ("mi-manual", None, "manual", "rule", "Always run the test suite before committing.",
+         None, json.dumps({"origin": {"client": "cli", SECRET: "a secret as a key"}})),
+        ("mi-queue", None, "observation", "decision", "Export queue moved to BullMQ",
+         "The nightly export queue moved from cron to BullMQ with 5 attempts per job.", "{}"),
+    ]
+    for n, (item_id, legacy, item_kind, item_type, heading, body, meta) in enumerate(items):
+        conn.execute(
+            "INSERT INTO memory_items (id, project_id, server_session_id, legacy_observation_id, "
+            "kind, type, title, narrative, concepts, files_modified, metadata, created_at_epoch, "
+            "updated_at_epoch) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (item_id, "p-acme", "ss-1", legacy, item_kind, item_type, heading, body,
+             json.dumps(["export"]), json.dumps(["export/queue.ts"] if body else []), meta,
+             OBSERVATION_MS + (20 + n) * 60_000, OBSERVATION_MS + (20 + n) * 60_000))
+    conn.execute("INSERT INTO memory_sources (id, memory_item_id, source_type, legacy_table, "
+                 "legacy_id, created_at_epoch) VALUES (?,?,?,?,?,?)",
+                 ("ms-1", "mi-summary", "session_summary", "session_summaries", 1, OBSERVATION_MS))
     conn.commit()
     conn.close()
     return path
@@ -171,6 +209,11 @@ def claude_code_project(root: Path, claude_home: Path) -> Path:
     (project / ".claude" / "rules" / "sql.md").write_text(
         "# SQL rules\n\nEvery migration is reversible and reviewed by the billing team.\n",
         encoding="utf-8")
+    # a path-scoped rule, as Claude Code's memory docs write one
+    (project / ".claude" / "rules" / "api.md").write_text(
+        '---\npaths:\n  - "src/api/**/*.ts"\n  - "src/routes/*.ts"\n---\n\n# API rules\n\n'
+        "Every endpoint validates its input with the shared schema before touching the "
+        "database.\n", encoding="utf-8")
     memory = claude_home / "projects" / re.sub(r"[^A-Za-z0-9]", "-", str(project)) / "memory"
     memory.mkdir(parents=True)
     (memory / "MEMORY.md").write_text(
@@ -211,4 +254,27 @@ async def write_mcp_memory(server: str, path: Path) -> Path:
         for name, arguments in calls:
             result = await client.call_tool(name, arguments)
             assert not result.is_error, result
+    return path
+
+
+def mem0_plugin_export(directory: Path) -> Path:
+    """What the mem0 Claude Code plugin's `export` skill writes: `mem0-export-<project>-<date>.md`,
+    one `---` front-matter block per memory, then its text and a blank line."""
+    blocks = [
+        ("3f9b1c2e-6a4d-4b8e-9c1f-2d3e4f5a6b70", "2026-08-18T09:12:44.120391-07:00",
+         "architecture_decisions", "0.9", "main", "src/export/queue.ts, src/export/retry.ts",
+         "architecture_decisions, infra",
+         "The nightly export runs on a BullMQ queue with 5 attempts per job."),
+        ("7a0c2d4e-1b3f-4c5d-8e9f-0a1b2c3d4e5f", "2026-08-19T14:03:05Z", "task_learnings", "",
+         "feat/webhooks", "", "task_learnings",
+         f"Webhook signing uses the shared secret; the old one ({SECRET}) was revoked."),
+        ("0e1d2c3b-4a59-4867-9a5b-6c7d8e9f0a1b", "2026-08-20T08:00:00Z", "", "", "", "", "",
+         ""),  # a block whose memory text is empty: nothing to import
+    ]
+    text = "".join(
+        f"---\nid: {i}\ncreated_at: {c}\ntype: {t}\nconfidence: {conf}\nbranch: {b}\n"
+        f"files: {f}\ncategories: {cats}\n---\n{body}\n\n"
+        for i, c, t, conf, b, f, cats, body in blocks)
+    path = directory / "mem0-export-acme-api-2026-08-20.md"
+    path.write_text(text, encoding="utf-8")
     return path

@@ -451,8 +451,10 @@ async def test_import_namespace_override_skip_existing_and_stdin(
     assert json.loads(moved.stdout) == {"imported": 3, "skipped": 0}
     assert {m["namespace"] for m in await export_all(db_path)} == {"/elsewhere"}
 
-    twice = cli("import", str(doc), "--namespace", "/elsewhere", env=env)
-    assert_one_line_error(twice, "record 1", "--skip-existing")
+    twice = cli("import", str(doc), "--namespace", "/elsewhere", "--json", env=env)
+    assert json.loads(twice.stdout) == {"imported": 0, "skipped": 3}  # all present as they are
+    elsewhere = cli("import", str(doc), env=env)  # the same ids in another namespace clash
+    assert_one_line_error(elsewhere, "record 1", "--skip-existing")
     skipped = cli("import", "-", "--namespace", "/elsewhere", "--skip-existing", "--json",
                   env=env, stdin=doc.read_text(encoding="utf-8"))
     assert json.loads(skipped.stdout) == {"imported": 0, "skipped": 3}

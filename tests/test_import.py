@@ -78,7 +78,7 @@ def make_source(fmt: str, tmp_path: Path, env: dict[str, str]) -> tuple[list[str
 # format → (memories read, a recall query, words the best hit holds)
 CASES = {
     "claude-code": (5, "integer cents money", "integer cents"),
-    "claude-mem": (5, "gzip level exports", "gzip level 6"),
+    "claude-mem": (6, "gzip level exports", "gzip level 6"),
     "mcp-memory": (7, "who maintains payments-service", "Alice maintains payments-service"),
     "mem0": (2, "pnpm npm javascript", "Prefers pnpm"),
 }
@@ -117,7 +117,7 @@ async def test_claude_mem_keeps_times_sessions_projects_and_files(tmp_path: Path
     env["PMA_NAMESPACE"] = "/home/dev/acme-api"  # its last part is claude-mem's project name
     db = src.claude_mem_db(tmp_path / "claude-mem.db")
     result = imported(env, "--from", "claude-mem", str(db))
-    assert set(result["namespaces"]) == {GLOBAL_NAMESPACE, NAMESPACE}
+    assert set(result["namespaces"]) == {NAMESPACE}
     memories = await stored(env)
     observation = next(m for m in memories if "Capped retries" in m.content)
     assert observation.memory_type == "episodic" and observation.session_id == "mem-7d3f2b10"
@@ -126,8 +126,18 @@ async def test_claude_mem_keeps_times_sessions_projects_and_files(tmp_path: Path
     assert "[REDACTED" in observation.content
     summary = next(m for m in memories if m.content.startswith("Session summary"))
     assert summary.memory_type == "semantic" and "Next steps: Add an alert" in summary.content
-    directive = await stored(env, GLOBAL_NAMESPACE)
-    assert [m.content for m in directive] == ["Always run the test suite before committing."]
+    # v13's memory_items: copies of legacy rows skipped, the rest mapped by kind
+    assert sum("Export job retried forever" in m.content for m in memories) == 1
+    assert sum(m.content.startswith("Session summary") for m in memories) == 1
+    manual = next(m for m in memories if "Always run the test suite" in m.content)
+    assert manual.memory_type == "semantic" and {"manual", "rule"} <= set(manual.tags)
+    assert manual.session_id == "mem-7d3f2b10"
+    assert src.SECRET not in json.dumps(manual.metadata)
+    assert "cli" in json.dumps(manual.metadata["claude_mem_metadata"])
+    queue = next(m for m in memories if "BullMQ" in m.content)
+    assert queue.memory_type == "episodic" and "export/queue.ts" in queue.linked_entities
+    assert queue.created_at == datetime(2026, 1, 1, 0, 23, tzinfo=UTC)
+    assert await stored(env, GLOBAL_NAMESPACE) == []
 
     other = tmp_path / "other"
     other.mkdir()
@@ -211,7 +221,7 @@ def test_progress_bar_on_a_terminal_goes_to_stderr(tmp_path: Path) -> None:
 
 
 def test_claude_mem_rows_are_read_leniently(tmp_path: Path) -> None:
-    """An older claude-mem database (no directives table, legacy `text` only) still imports."""
+    """An older claude-mem database (no v13 tables, legacy `text` only) still imports."""
     db = tmp_path / "old.db"
     conn = sqlite3.connect(db)
     conn.execute("CREATE TABLE observations (id INTEGER PRIMARY KEY, memory_session_id TEXT, "

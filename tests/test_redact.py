@@ -286,6 +286,24 @@ CASES = [
         "$2b$12$KIXQJ8Zx9v5s6M0nYb3cEuT1o2p3q4r5s6t7u8v9w0x1y2z3A4B5C",
         "password",
     ),
+    Case("csv-export-password-column", "User name,Password,Console login link\nops,{s},https://c",
+         "Qm7!rT2pXw9z", "csv_credential"),
+    Case("csv-export-secret-column", "name,client_id,client_secret\nbilling,4f1c9e2a,{s}",
+         "Hq8vT2mL-9xZp4_Kw7Nc3RbY6sD1fGuA5oEi", "csv_credential"),
+    Case("telnyx-key", "TELNYX_API_KEY=KEY{s}",
+         "0193C4D2E5F6A7B8C9D0E1F2A3B4C5D6_Rt5yUi8oPqWsXz3vBn7mKl", "telnyx_key"),
+    Case("plivo-auth-id", "the plivo account MA{s} sends the alerts", "Y2ZK7N4QXR8WT1MP3L",
+         "plivo_auth_id"),
+    Case("pgpass-in-echo", "echo 'pg.prod:5432:app:app_rw:{s}' >> ~/.pgpass", "Vx8#mQ2!zL",
+         "pgpass_password"),
+    Case("base64-after-password", "the password (base64): {s}", "SHVudGVyMl9EYXlzIzQy",
+         "base64_credential"),
+    Case("password-before-value", "log in with password {s} and rotate it", "Gq5!uTz9Lp",
+         "password"),
+    Case("password-for-whom", "password for the build agent: {s}", "mint-Kettle-58", "password"),
+    Case("yaml-phrase", "db:\n  password: {s}\n  port: 5432", "Quiet Harbour 2040!", "password"),
+    Case("yaml-block-scalar", "smtp:\n  password: >-\n    {s}\n  host: mail",
+         "slow Rivers 7 bend", "password"),
 ]
 
 
@@ -310,6 +328,24 @@ def test_secret_is_redacted_and_prose_survives(case: Case) -> None:
 def test_corpus_is_large_enough() -> None:
     assert len(CASES) >= 25
     assert len({case.kind for case in CASES}) >= 15
+
+
+@pytest.mark.parametrize(("text", "kind"), [
+    ("rotate AKIAZ2Q7RM4K8PLX3VBN and its secret {s} tonight", "aws_secret_key"),
+    ("AKIAZ2Q7RM4K8PLX3VBN,{s}", "aws_secret_key"),
+    ("Access key ID,Secret access key\nAKIAZ2Q7RM4K8PLX3VBN,{s}\n", "csv_credential"),
+])
+def test_a_secret_key_beside_its_access_key_id_goes_with_it(text: str, kind: str) -> None:
+    secret = "Hq8vT2mL+9xZp4/Kw7Nc3RbY6sD1fGuA5oEi0jWe"
+    result = redact(text.format(s=secret))
+    assert secret not in result.text and "AKIAZ2Q7RM4K8PLX3VBN" not in result.text
+    assert {kind, "aws_access_key_id"} <= set(result.kinds)
+
+
+def test_an_alibaba_pair_in_prose() -> None:
+    result = redact("the aliyun pair is LTAI5tR8wQk2Zb7MxN4pYcVd Zk29fLmQpR7vT3nBwX8yHc5jDsA1eG ok")
+    assert result.text == ("the aliyun pair is [REDACTED:alibaba_access_key_id] "
+                           "[REDACTED:alibaba_secret_key] ok")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
@@ -420,6 +456,17 @@ NEGATIVES = [
     "The password is stored in the keychain.",
     "password: must be rotated quarterly; see the runbook.",
     "I went to the shop: the key was under the mat.",
+    # Near misses of the captured-conversation shapes (CSV exports, phrases, .pgpass, base64).
+    "name,role,team\nalice,admin,payments\nbob,viewer,search",
+    "Access key ID,Secret access key\n(none yet: create one in the console)",
+    "user,password\nalice,\nbob,",
+    "password: at least 12 characters, one of them a digit",
+    "The meeting moved: 12:30:00:05:59 was the old timestamp format.",
+    "the password base64-encoded in the header is just an example",
+    "store the password hash (sha256) and never the password itself",
+    "password OAuth flow and password reset live in auth/views.py",
+    "the base64 token format is documented in RFC 4648",
+    "I keep the access key AKIA-style ids out of the repo, see the runbook.",
 ]
 
 
@@ -489,6 +536,11 @@ PATHOLOGICAL: dict[str, Callable[[], str]] = {
     "url-without-at": lambda: "a://b:" * 830_000,
     "private-tags": lambda: "<private" * 625_000,
     "authorization-repeated": lambda: "Authorization: " * 330_000,
+    "csv-header-repeated": lambda: "password,secret\n" * 310_000,
+    "access-key-ids-repeated": lambda: "AKIA0000000000000000 " * 240_000,
+    "pgpass-fragments": lambda: " h:1:db:u:" * 500_000,
+    "base64-after-password": lambda: "password base64 " * 310_000,
+    "yaml-block-scalars": lambda: "password: |\n" * 400_000,
 }
 
 

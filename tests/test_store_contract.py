@@ -8,6 +8,7 @@ the lexical scores themselves.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import random
 import uuid
@@ -287,9 +288,14 @@ async def test_insert_many_skips_or_refuses_existing(store: Store) -> None:
     a = mem("imported one")
     assert await store.insert_many([a, mem("imported two")], skip_existing=False) == 2
     assert await store.insert_many([a, mem("imported three")], skip_existing=True) == 1
-    with pytest.raises(StorageError, match="already exists"):
-        await store.insert_many([mem("imported four"), a], skip_existing=False)
-    assert await store.count() == 3  # the refused import left nothing half-done
+    # a record stored as it is (same id, namespace, content) is already present: no clash
+    assert await store.insert_many([a], skip_existing=False) == 0
+    with pytest.raises(StorageError, match="already exists"):  # the same text, another id
+        await store.insert_many([mem("imported four"), mem("imported one")], skip_existing=False)
+    with pytest.raises(StorageError, match="already exists"):  # the same id, another text
+        await store.insert_many([mem("imported five"), dataclasses.replace(
+            mem("imported six"), id=a.id)], skip_existing=False)
+    assert await store.count() == 3  # the refused imports left nothing half-done
     await consistent(store)
 
 

@@ -37,8 +37,13 @@ async def test_export_import_export_is_lossless(
         assert (await copy.store.check_consistency()).ok
         again = await copy.import_document(first, skip_existing=True)
         assert (again.imported, again.skipped) == (0, 3)
+        repeat = await copy.import_document(first)  # the same file again: already present
+        assert (repeat.imported, repeat.skipped) == (0, 3)
+        changed = json.loads(json.dumps(first))
+        changed["memories"][0]["content"] = "alpha fact, rewritten"
         with pytest.raises(StorageError, match="skip-existing"):
-            await copy.import_document(first)
+            await copy.import_document(changed)
+        assert (await copy.export())["memories"] == first["memories"]
 
 
 def bad(record: dict[str, Any], **changes: Any) -> dict[str, Any]:

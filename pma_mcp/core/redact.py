@@ -5,8 +5,9 @@ credential pasted once would otherwise resurface forever. The rules lean towards
 positive costs a few characters of context, a false negative leaks a key) while leaving ordinary
 prose and code alone. Three layers: token families with a fixed shape (`secret_rules.py`, data),
 structured forms (private key blocks, URLs with credentials, `.netrc` and `.pgpass` lines,
-credentials given to known command-line tools), and assignments after password / secret /
-token / key words, judged by context and by the value's entropy.
+credential columns of CSV exports, a cloud secret key beside its access key id, base64 said to
+be a credential, credentials given to known command-line tools), and assignments after
+password / secret / token / key words, judged by context and by the value's entropy.
 
 Every pattern is compiled the first time its trigger occurs, starts with a literal or a small
 character set where possible, and uses bounded or possessive quantifiers, so a multi-megabyte
@@ -302,6 +303,11 @@ def _judge_value(
 ) -> list[_Span]:
     (start, end), bare = _value_span(match, text, key_start)
     value = text[start:end].strip()
+    if bare and _BLOCK_SCALAR.fullmatch(value) and word.startswith(("pass", "secret", "token")):
+        block = _block_scalar(text, key_start, end)
+        if block is None or text.startswith("[REDACTED", block[0]):
+            return []
+        return [block]
     first = value.split(None, 1)[0] if value else ""
     if first == value or not bare:
         return [(start, end)] if _accepted_value(match, text, value, lowered_key, word,
@@ -310,12 +316,45 @@ def _judge_value(
     # rotated`), a value otherwise, spaces and all (`password: X= word`).
     if word.startswith(("pass", "_pass", "_pwd")):
         head = first.strip(_TRAILING).lower()
-        if head in _NOT_A_VALUE or not _plain_value(first) or _CODE_EXPR.match(first):
+        if _PLACEHOLDER.match(first) or not _ALNUM.search(first) or _CODE_EXPR.match(first):
+            return []
+        if head in _NOT_A_VALUE and not _phrase_password(value[len(first):]):
             return []
         return [(start, end)]
     if _accepted_value(match, text, first, lowered_key, word, bare=True):
         return [(start, end)]
     return []
+
+
+def _phrase_password(rest: str) -> bool:
+    """After a prose-like first word, the rest of a `password:` line is still a chosen phrase
+    when it mixes in a capital and a digit or symbol (`an Apple a Day 7!`), which a sentence
+    about passwords (`must be rotated`, `at least 12 characters`) does not."""
+    return re.search(r"[A-Z]", rest) is not None and re.search(r"[^A-Za-z\s]", rest) is not None
+
+
+_BLOCK_SCALAR = re.compile(r"[|>][-+]?[1-9]?")
+
+
+def _block_scalar(text: str, key_start: int, value_end: int) -> _Span | None:
+    """The lines of a YAML block scalar (`password: |` or `>-`): those indented deeper than
+    the key's line, up to the first that is not."""
+    line_start = text.rfind("\n", 0, key_start) + 1
+    indent = len(text[line_start:key_start]) - len(text[line_start:key_start].lstrip(" -"))
+    pos = text.find("\n", value_end)
+    first = end = -1
+    for _ in range(100):
+        if pos < 0:
+            break
+        line_end = text.find("\n", pos + 1)
+        line = text[pos + 1 : len(text) if line_end < 0 else line_end]
+        if line.strip() and len(line) - len(line.lstrip(" ")) <= indent:
+            break
+        if line.strip():
+            first = pos + 1 + len(line) - len(line.lstrip(" ")) if first < 0 else first
+            end = pos + 1 + len(line.rstrip())
+        pos = line_end
+    return (first, end) if first >= 0 else None
 
 
 _QUOTED = re.compile(r""""((?:[^"\\\r\n]|\\.){6,512}+)"|'([^'\r\n]{6,512}+)'""")
@@ -521,6 +560,32 @@ def _judge_prose_password(match: re.Match[str], text: str) -> list[_Span]:
     return [span]
 
 
+# Lower-case words joined by hyphens, underscores or spaces: a placeholder or a phrase.
+_WORDY = re.compile(r"[a-z]+(?:[-_\x20][a-z]+)*")
+
+
+def _judge_bare_prose_password(match: re.Match[str], text: str) -> list[_Span]:
+    """`with password Kx9!vPq2`: with no `is` or `:` between, only a value no sentence would
+    hold: quoted, or mixed case with a digit or symbol (or a symbol, digit and letter), six
+    characters or more, not code."""
+    value, span = _value_of(match, text)
+    value = value.strip("`")
+    if len(value) < 6 or not _plain_value(value) or _WORDY.fullmatch(value):
+        return []  # `PASSWORD 'choose-one'` in a how-to is a placeholder
+    if match.group("bare") is not None:
+        if value.startswith(("(", "[", "{", "<")):
+            return []  # `password (base64): ...` opens an aside, not a value
+        if _CODE_NAME.match(value) or _CODE_EXPR.match(value) or _DOTTED_NAME.match(value):
+            return []
+        upper = any(c.isupper() for c in value)
+        lower = any(c.islower() for c in value)
+        symbol = any(not c.isalnum() and c not in "-_." for c in value)
+        if not ((upper and lower and (_has_digit(value) or symbol))
+                or (symbol and _has_digit(value) and (upper or lower))):
+            return []  # `base64-encoded`, `sha256`, `v2.1`: words and versions, not passwords
+    return [span]
+
+
 def _judge_piped_password(match: re.Match[str], text: str) -> list[_Span]:
     for group in ("dq", "sq", "bare", "hdq", "hsq", "hbare"):
         if match.group(group) is not None:
@@ -533,6 +598,95 @@ def _judge_piped_password(match: re.Match[str], text: str) -> list[_Span]:
 def _judge_pgpass(match: re.Match[str], text: str) -> list[_Span]:
     start, end = match.span("secret")
     return [(start, end)] if _plain_value(text[start:end]) else []
+
+
+def _accept_mixed_id(match: re.Match[str], text: str) -> bool:
+    """An upper-case id after a fixed prefix mixes digits and letters; a shouted word does not."""
+    body = text[match.start() + 2 : match.end()]
+    return sum(c.isdigit() for c in body) >= 2 and sum(c.isalpha() for c in body) >= 2
+
+
+_IPV4 = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")
+
+
+def _judge_inline_pgpass(match: re.Match[str], text: str) -> list[_Span]:
+    """A `.pgpass` line quoted in a command or a sentence: a host with a letter (or `*`), a
+    port, and a password that is not a clock reading (`12:30:00:05:59` has no letters)."""
+    start, end = match.span("secret")
+    value = text[start:end].rstrip(_TRAILING)
+    if len(value) < 4 or not _plain_value(value) or _WORDY.fullmatch(value):
+        return []  # `host:5432:db:user:choose-one` in a how-to is a placeholder
+    host = text[match.start() : start].split(":", 1)[0]
+    if not (host == "*" or re.search(r"[A-Za-z]", host) or _IPV4.fullmatch(host)):
+        return []
+    return [(start, start + len(value))]
+
+
+def _judge_cloud_secret(match: re.Match[str], text: str) -> list[_Span]:
+    """The secret half of a cloud key pair, written after its access key id without a label
+    (`AKIA…,wJalr…` in a CSV row, `AKIA… / wJalr…` or `… with secret wJalr…` in prose)."""
+    start, end = match.span("secret")
+    value = text[start:end]
+    return [(start, end)] if key_like(value, min_len=30) else []
+
+
+_B64_SECRET_WORD = r"(?:password|passwd|passphrase|secret|token|credentials?|api[\x20_\-]?key)"
+_B64_WORD_BEFORE = re.compile(_B64_SECRET_WORD + r"s?\W{0,3}(?:[\x20\t]\S{1,20}){0,3}\W{0,3}$")
+_B64_VALUE = re.compile(r"[A-Za-z0-9+/]{12,1024}+={0,2}|[A-Za-z0-9_\-]{12,1024}+={0,2}")
+
+
+def _judge_base64(match: re.Match[str], text: str) -> list[_Span]:
+    """A base64 value said to encode a password, token or credential: padded, or carrying a
+    digit, or mixing cases as encoded text does (prose words fail all three)."""
+    after = match.group("after")
+    if after is None or not re.search(_B64_SECRET_WORD, after):  # or just before `base64`
+        line_start = max(text.rfind("\n", 0, match.start()) + 1, match.start() - 60)
+        if not _B64_WORD_BEFORE.search(_fold(text[line_start : match.start()])):
+            return []
+    start, end = match.span("secret")
+    value = text[start:end]
+    if not _B64_VALUE.fullmatch(value) or not _plain_value(value) or _CODE_NAME.match(value):
+        return []
+    upper = sum(c.isupper() for c in value)
+    lower = sum(c.islower() for c in value)
+    if value.endswith("=") or _has_digit(value) or (upper >= 2 and lower >= 2):
+        return [(start, end)]
+    return []
+
+
+_CSV_SECRET_COLUMN = re.compile(r"password|passwd|secret|token|private[\x20_]?key")
+_CSV_HEADER_FIELD = re.compile(r"[A-Za-z][A-Za-z0-9 _./()\-]{0,40}")
+
+
+def _judge_csv(match: re.Match[str], text: str) -> list[_Span]:
+    """The credential columns of a CSV export (a cloud console's `credentials.csv`,
+    `User name,Password,Access key ID,Secret access key`): the header names the columns, each
+    following row with as many fields has those fields replaced, up to a blank line."""
+    header = text[match.start() : match.end()].rstrip("\r").split(",")
+    if len(header) < 2 or not all(_CSV_HEADER_FIELD.fullmatch(f.strip()) for f in header):
+        return []
+    columns = [i for i, f in enumerate(header) if _CSV_SECRET_COLUMN.search(f.lower())]
+    if not columns:
+        return []
+    spans: list[_Span] = []
+    pos = match.end() + 1
+    for _ in range(1000):  # rows of one export; bounded so a huge file stays linear
+        if pos >= len(text):
+            break
+        line_end = text.find("\n", pos)
+        line_end = len(text) if line_end < 0 else line_end
+        fields = text[pos:line_end].rstrip("\r").split(",")
+        if len(fields) != len(header) or all(_CSV_HEADER_FIELD.fullmatch(f) for f in fields):
+            break  # the export ended, or another header starts (its own match takes over)
+        offset = pos
+        for index, field in enumerate(fields):
+            value = field.strip().strip('"')
+            if index in columns and len(value) >= 4 and _plain_value(value):
+                lead = field.index(value)
+                spans.append((offset + lead, offset + lead + len(value)))
+            offset += len(field) + 1
+        pos = line_end + 1
+    return spans
 
 
 # Command-line tools that take a credential as an argument, with the flags that carry it.
@@ -624,6 +778,8 @@ def _family(kind: str, triggers: tuple[str, ...], source: str) -> _Rule:
     judge = None
     if kind in ("twilio_key",):
         judge = _when(_accept_twilio)
+    elif kind == "plivo_auth_id":
+        judge = _when(_accept_mixed_id)
     elif kind == "openai_key":
         judge = _when(_accept_opaque)
     return _Rule(kind, source, triggers, judge=judge)
@@ -666,6 +822,27 @@ _RULES: tuple[_Rule, ...] = (
         r"""://(?P<secret>[A-Za-z0-9_\-]{20,256}+)@""",
         ("://",),
         judge=_judge_url_token,
+    ),
+    _Rule(  # a CSV header naming credential columns, then its rows
+        "csv_credential",
+        r"(?m)^[a-z][a-z0-9\x20_./()\-]{0,40}(?:,[a-z][a-z0-9\x20_./()\-]{0,40}){1,20}\r?$",
+        ("password,", ",password", "secret", "token,", ",token"),
+        judge=_judge_csv,
+        folded=True,
+    ),
+    _Rule(  # an access key id, then within the line its secret key without a label
+        "aws_secret_key",
+        r"""(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])[^\r\n]{0,80}?
+        (?<![A-Za-z0-9+/])(?P<secret>[A-Za-z0-9+/]{40})(?![A-Za-z0-9+/=])""",
+        ("akia", "asia"),
+        judge=_judge_cloud_secret,
+    ),
+    _Rule(  # Alibaba Cloud: `LTAI…` and a 30-character AccessKey secret
+        "alibaba_secret_key",
+        r"""LTAI[A-Za-z0-9]{20}(?![A-Za-z0-9])[^\r\n]{0,80}?
+        (?<![A-Za-z0-9+/])(?P<secret>[A-Za-z0-9]{30})(?![A-Za-z0-9+/=])""",
+        ("ltai",),
+        judge=_judge_cloud_secret,
     ),
     *(_family(kind, triggers, source) for kind, triggers, source in FAMILIES),
     _Rule(
@@ -717,6 +894,26 @@ _RULES: tuple[_Rule, ...] = (
         (":",),
         judge=_judge_pgpass,
     ),
+    _Rule(  # the same line inside a sentence, quotes or an `echo ... >> ~/.pgpass`
+        "pgpass_password",
+        r"""(?<=[\s`'"(=])(?:[A-Za-z0-9_.\-]{1,253}+|\*):(?:\d{1,5}|\*):[^:\s`'"\\]{1,63}+
+        :[^:\s`'"\\]{1,63}+:(?!\[REDACTED)(?P<secret>[^\s`'"]{1,512}+)""",
+        (":",),
+        judge=_judge_inline_pgpass,
+    ),
+    *(
+        _Rule(  # `password (base64): cGFzc...`, `base64-encoded token: ZGVw...`
+            "base64_credential",
+            rf"""{word}(?:[\x20\-]?encoded)?
+            (?P<after>(?:[\x20\t(,]{{1,2}}[a-z_\-]{{1,20}}){{1,3}})?
+            [^\sa-z0-9+/]{{0,3}}(?:[\x20\t]+(?:is|of|was|reads))?[\x20\t:=(),\-]{{1,4}}["'`]?
+            (?!\[redacted)(?P<secret>[a-z0-9+/_\-]{{12,1024}}+={{0,2}})""",
+            (word,),
+            judge=_judge_base64,
+            folded=True,
+        )
+        for word in ("base64", "b64")
+    ),
     _Rule(
         "password",
         rf"""(?<![a-z0-9_-])(?:-u|--user|--proxy-user|-U)(?:[\x20\t]++|=)?{_VALUE}""",
@@ -759,6 +956,24 @@ _RULES: tuple[_Rule, ...] = (
         (?!\[redacted){_VALUE}""",
         ("pass", "pwd", "secret", "token", "key"),
         judge=_judge_prose_password,
+        folded=True,
+    ),
+    _Rule(  # `password for the staging box: blue-Mango-77`
+        "password",
+        rf"""(?P<word>pass(?:word|phrase|code))s?[\x20\t]+(?:for|of|on)
+        (?:[\x20\t]+[^\s:=]{{1,40}}+){{1,4}}+[\x20\t]*[:=][\x20\t]*
+        (?!["']?\[redacted){_VALUE}""",
+        ("pass",),
+        judge=_judge_prose_password,
+        folded=True,
+    ),
+    _Rule(  # `log in with password Kx9!vPq2`, `use the passphrase "…"`
+        "password",
+        r"""(?P<word>pass(?<![a-z0-9_\-]pass)(?:word|phrase|code))[\x20\t]+
+        (?!["']?\[redacted)(?: "(?P<dq>[^"\r\n]{1,512}+)" | '(?P<sq>[^'\r\n]{1,512}+)'
+          | (?P<bare>[a-z]{0,64}+[^\sa-z"'`][^\s"'`]{0,511}+) )""",
+        ("pass",),
+        judge=_judge_bare_prose_password,
         folded=True,
     ),
     _assignment(r"pass(?:word|wd|phrase|code)", "pass"),

@@ -105,6 +105,13 @@ FAMILIES: tuple[tuple[str, tuple[str, ...], str], ...] = (
      r"(?<![A-Za-z0-9_\-.])[MNO][A-Za-z0-9_\-]{23,27}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}+"),
     ("telegram_bot_token", (":aa",), r"(?<![0-9])[0-9]{8,10}:AA[A-Za-z0-9_\-]{33}"),
     ("twilio_key", ("sk", "ac"), r"(?<![A-Za-z0-9])(?:SK|AC)[0-9a-f]{32}(?![A-Za-z0-9])"),
+    # Telnyx v2 keys: `KEY`, 32 upper-case hex digits, `_`, 22 URL-safe characters.
+    ("telnyx_key", ("key",), rf"{_B}KEY(?P<secret>[0-9A-F]{{32}}_{_W}{{22}})(?!{_W})"),
+    # Plivo auth ids: `MA` (account) or `SA` (subaccount) and 18 upper-case letters/digits.
+    ("plivo_auth_id", ("ma",), rf"{_B}MA(?P<secret>[A-Z0-9]{{18}})(?![A-Za-z0-9])"),
+    ("plivo_auth_id", ("sa",), rf"{_B}SA(?P<secret>[A-Z0-9]{{18}})(?![A-Za-z0-9])"),
+    # Intercom access tokens are base64 of `tok:<uuid>:1:0`, so they open with `dG9rO`.
+    ("intercom_token", ("dg9ro",), rf"{_B}dG9rO[A-Za-z0-9+/]{{40,120}}+={{0,2}}"),
     ("sendgrid_key", ("sg.",), rf"{_B}SG\.{_W}{{16,32}}\.{_W}{{16,64}}+"),
     ("sendinblue_key", ("xkeysib-", "xsmtpsib-"),
      r"x(?:keysib|smtpsib)-[a-f0-9]{64}-[A-Za-z0-9]{16}"),

@@ -1,16 +1,22 @@
 """`--from claude-mem`: claude-mem's SQLite database (default `~/.claude-mem/claude-mem.db`).
 
-Schema as in claude-mem's `src/services/sqlite/schema.sql`. Read, opened read-only:
+Tables as claude-mem's own code creates them (`src/services/sqlite/SessionStore.ts` for the
+worker's tables, `src/storage/sqlite/schema.ts` for the server storage added in v13), read on a
+read-only connection; every column is optional, so databases from v9 on read alike:
 - `observations` → episodic memories: title, subtitle, narrative and facts as the text (the
   legacy `text` column when those are empty); `type` and `concepts` as tags; `files_read` and
   `files_modified` as linked entities; `memory_session_id` as the session.
 - `session_summaries` → semantic memories: request, investigated, learned, completed,
   next_steps and notes as labelled lines; `files_read` and `files_edited` as entities.
-- `directives` with status `active` → semantic memories of importance 0.9; scope `global` goes
-  to the global namespace.
+- `memory_items` (v13) → memories like the above by `kind`: `observation` episodic, `summary`
+  and `manual` (written on purpose, importance 0.7) semantic, `prompt` episodic; its project
+  from `projects`, its session from `server_sessions`, its `metadata` object kept. An item that
+  copies a legacy row read here (`legacy_observation_id`, or a `memory_sources` row naming it)
+  is skipped, so nothing arrives twice.
 Each row keeps its `created_at_epoch` (milliseconds) as `created_at`. `project` (a folder's
 name; `merged_into_project` when set) maps to a namespace: --namespace if given, else the
-current namespace when its last path part is that name, else the name itself.
+current namespace when its last path part is that name, else the name itself. `user_prompts`,
+`sdk_sessions` and the sync, event and team tables hold no memory and are not read.
 
 The file is checked to be a regular file before SQLite opens it (a FIFO is refused at once),
 generated columns are never read, and every value's length is checked in SQL before it is
@@ -22,20 +28,25 @@ our store, and only with SELECT on a read-only connection.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import sqlite3
 from pathlib import Path, PurePath
 from typing import Any
 from urllib.parse import quote
 
 from pma_mcp import files
+from pma_mcp.core import validation
+from pma_mcp.core.errors import InvalidInputError
 from pma_mcp.core.models import ImportItem, MemoryType
-from pma_mcp.core.namespaces import GLOBAL_NAMESPACE
 from pma_mcp.importers.base import FormatError, Reader, Source, each, epoch, json_list, labels
 
 NAME = "claude-mem"
-EXPECTS = ("a claude-mem SQLite database (~/.claude-mem/claude-mem.db, with observations or "
-           "session_summaries tables)")
-TABLES = ("observations", "session_summaries")
+EXPECTS = ("a claude-mem SQLite database (~/.claude-mem/claude-mem.db, with observations, "
+           "session_summaries or memory_items tables)")
+TABLES = ("observations", "session_summaries", "memory_items")
+ITEM_KINDS = {"observation": (MemoryType.EPISODIC, None), "prompt": (MemoryType.EPISODIC, 0.4),
+              "summary": (MemoryType.SEMANTIC, 0.6), "manual": (MemoryType.SEMANTIC, 0.7)}
 IMPORTANCE = {"decision": 0.7, "bugfix": 0.65, "feature": 0.6, "discovery": 0.55}
 MAX_VALUE_CHARS = 1_000_000
 """A column value longer than this is not read; its row is skipped with a note."""
@@ -62,15 +73,16 @@ def read(source: Source) -> list[ImportItem]:
     try:
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if not tables.intersection(TABLES):
-            raise FormatError(NAME, path, EXPECTS, "it has no observations or session_summaries "
-                              f"table (tables: {', '.join(sorted(tables)) or 'none'})")
-        items = each(_rows(conn, tables, "observations", source),
-                     lambda row: _observation(row, source), source, "observation")
-        items += each(_rows(conn, tables, "session_summaries", source),
-                      lambda row: _summary(row, source), source, "session summary")
-        items += each((row for row in _rows(conn, tables, "directives", source)
-                       if row.get("status", "active") == "active"),
-                      lambda row: _directive(row, source), source, "directive")
+            found = ", ".join(sorted(tables)) or "none"
+            raise FormatError(NAME, path, EXPECTS, "it has no observations, session_summaries "
+                              f"or memory_items table (tables: {found})")
+        observations = _rows(conn, tables, "observations", source)
+        summaries = _rows(conn, tables, "session_summaries", source)
+        items = each(observations, lambda row: _observation(row, source), source, "observation")
+        items += each(summaries, lambda row: _summary(row, source), source, "session summary")
+        read_already = {("observations", row.get("id")) for row in observations}
+        read_already |= {("session_summaries", row.get("id")) for row in summaries}
+        items += _memory_items(conn, tables, source, read_already)
     except sqlite3.DatabaseError as exc:
         raise FormatError(NAME, path, EXPECTS, str(exc)) from None
     finally:
@@ -159,18 +171,49 @@ def _summary(row: dict[str, Any], source: Source) -> ImportItem:
     )
 
 
-def _directive(row: dict[str, Any], source: Source) -> ImportItem:
-    is_global = row.get("scope") == "global" and source.namespace is None
-    return ImportItem(
-        key=f"{NAME}\0directive\0{row.get('id')}",
-        content=str(row.get("content") or ""),
-        namespace=GLOBAL_NAMESPACE if is_global else namespace_of(row.get("project"), source),
-        memory_type=MemoryType.SEMANTIC,
-        importance=0.9,
-        tags=labels([NAME, "directive"]),
-        metadata=_meta(row, "directive"),
-        created_at=_created(row),
-    )
+def _memory_items(conn: sqlite3.Connection, tables: set[str], source: Source,
+                  read_already: set[tuple[str, object]]) -> list[ImportItem]:
+    """v13's `memory_items`, minus those that copy a legacy row already read."""
+    projects = {r.get("id"): r.get("name") for r in _rows(conn, tables, "projects", source)}
+    sessions = {r.get("id"): r.get("memory_session_id") or r.get("content_session_id")
+                for r in _rows(conn, tables, "server_sessions", source)}
+    copies: set[object] = set()
+    for row in _rows(conn, tables, "memory_sources", source):
+        if (row.get("legacy_table"), row.get("legacy_id")) in read_already:
+            copies.add(row.get("memory_item_id"))
+
+    def item(row: dict[str, Any]) -> ImportItem | None:
+        legacy = row.get("legacy_observation_id")
+        if row.get("id") in copies or (legacy is not None
+                                       and ("observations", legacy) in read_already):
+            return None
+        kind = str(row.get("kind") or "observation")
+        memory_type, importance = ITEM_KINDS.get(kind, ITEM_KINDS["observation"])
+        base = _observation({**row, "project": projects.get(row.get("project_id"))}, source)
+        meta = _meta(row, "memory_item")
+        if isinstance(extra := _json_object(row.get("metadata")), dict) and extra:
+            meta["claude_mem_metadata"] = extra
+        session = sessions.get(row.get("server_session_id"))
+        return dataclasses.replace(
+            base, key=f"{NAME}\0memory_item\0{row.get('id')}", memory_type=memory_type,
+            importance=base.importance if importance is None else importance,
+            tags=labels([NAME, kind, *base.tags[1:]]), metadata=meta,
+            session_id=str(session) if session else None)
+
+    return each(_rows(conn, tables, "memory_items", source), item, source, "memory item")
+
+
+def _json_object(value: object) -> object:
+    """A JSON metadata column, or None when it is not JSON or nests past our depth limit (the
+    item is still imported, without it)."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    try:
+        parsed = json.loads(value)
+        validation.shallow(parsed, limit=validation.MAX_METADATA_DEPTH - 1)
+    except (json.JSONDecodeError, RecursionError, InvalidInputError):
+        return None
+    return parsed
 
 
 def _meta(row: dict[str, Any], kind: str) -> dict[str, Any]:

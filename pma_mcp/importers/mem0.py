@@ -9,6 +9,10 @@ Read, in the shapes their code writes:
 - mem0's `get_all()` result, `{"results": [{"id", "memory", "hash", "metadata",
   "categories", "created_at", "updated_at", "user_id", "agent_id", "run_id"}]}`, or a list of
   such objects.
+- The mem0 Claude Code plugin's export (`mem0-export-<project>-<date>.md`, written by its
+  `export` skill): blocks of `---` front matter (`id`, `created_at`, `type`, `confidence`,
+  `branch`, `files` and `categories` as comma-separated lines) followed by the memory's text.
+  `files` become linked entities, `type`, `confidence` and `branch` metadata.
 Each becomes a semantic memory (state `archived` → the archived tier; `deleted` is skipped)
 tagged `mem0` and its categories, keeping `created_at`. Memories go to --namespace, else the
 current namespace.
@@ -23,6 +27,7 @@ skipped with a note, and the import goes on.
 from __future__ import annotations
 
 import json
+import re
 import zipfile
 import zlib
 from pathlib import Path
@@ -45,8 +50,9 @@ from pma_mcp.importers.base import (
 )
 
 NAME = "mem0"
-EXPECTS = ("an OpenMemory export (the backup zip, its memories.json or memories.jsonl.gz) or a "
-           "mem0 get_all() JSON ({\"results\": [{\"memory\": ...}]})")
+EXPECTS = ("an OpenMemory export (the backup zip, its memories.json or memories.jsonl.gz), a "
+           "mem0 get_all() JSON ({\"results\": [{\"memory\": ...}]}) or the mem0 plugin's "
+           "mem0-export-*.md")
 
 
 def read(source: Source) -> list[ImportItem]:
@@ -101,6 +107,8 @@ def _from_zip(path: Path, handle: BinaryIO) -> list[dict[str, Any]]:
 
 
 def _from_text(path: Path, data: bytes) -> list[dict[str, Any]]:
+    if _PLUGIN_START.match(data[:1024].decode("utf-8", errors="replace")):
+        return _plugin_export(path, data.decode("utf-8", errors="replace"))
     try:
         doc: object = json_document(NAME, path, EXPECTS, data)
     except json.JSONDecodeError:
@@ -128,6 +136,39 @@ def _json_lines(path: Path, text: str) -> list[object]:
                 raise FormatError(NAME, path, EXPECTS,
                                   f"line {number}: JSON nested too deep to read") from None
     return out
+
+
+_PLUGIN_START = re.compile(r"\A\ufeff?\s*---[ \t]*\r?\n[A-Za-z_]\w*[ \t]*:")
+_PLUGIN_FENCE = re.compile(r"(?m)^---[ \t]*\r?$")
+_PLUGIN_FIELD = re.compile(r"^(?P<key>[A-Za-z_]\w*)[ \t]*:[ \t]*(?P<value>.*?)[ \t]*$")
+
+
+def _plugin_export(path: Path, text: str) -> list[dict[str, Any]]:
+    """The plugin's Markdown: `---`, `key: value` lines, `---`, the memory's text, repeated."""
+    parts = _PLUGIN_FENCE.split(text)
+    records: list[dict[str, Any]] = []
+    for front, body in zip(parts[1::2], parts[2::2], strict=False):
+        fields: dict[str, str] = {}
+        for line in front.splitlines():
+            if found := _PLUGIN_FIELD.match(line.strip()):
+                fields[found["key"]] = found["value"]
+        content = body.strip()
+        if not content:
+            continue
+        meta = {k: fields[k] for k in ("type", "confidence", "branch") if fields.get(k)}
+        records.append({
+            "id": fields.get("id") or None, "memory": content,
+            "created_at": fields.get("created_at") or None,
+            "categories": [*_commas(fields.get("categories")), fields.get("type", "")],
+            "files": _commas(fields.get("files")), "metadata": meta,
+        })
+    if not records:
+        raise FormatError(NAME, path, EXPECTS, "no `---` blocks with a memory's text")
+    return records
+
+
+def _commas(value: str | None) -> list[str]:
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
 
 
 def _openmemory(doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -181,6 +222,7 @@ def _item(record: dict[str, Any], namespace: str, source: Source) -> ImportItem 
         memory_type=MemoryType.ARCHIVED if state == "archived" else MemoryType.SEMANTIC,
         importance=0.6,
         tags=labels([NAME, *_categories(record.get("categories"), source, what)]),
+        linked_entities=labels(paths) if isinstance(paths := record.get("files"), list) else (),
         metadata=meta,
         created_at=created,
         author=str(record["user_id"]) if isinstance(record.get("user_id"), str | int) else None,

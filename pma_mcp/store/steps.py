@@ -86,11 +86,16 @@ async def accepted(
     progress: Callable[[int], None] | None,
 ) -> list[Memory]:
     """The memories of an import to store: those whose id and content are new (earlier ones
-    in the batch count too); a clash without `skip_existing` refuses the whole import."""
+    in the batch count too). A record already present as it is (same id, namespace and
+    content) is left out, so importing the same file twice is a no-op; any other clash without
+    `skip_existing` refuses the whole import."""
     taken_ids: set[str] = set()
+    present: set[tuple[str, str, str]] = set()  # (id, namespace, content hash) stored now
     for chunk in rows.chunks([m.id for m in memories]):
-        taken_ids.update(str(r[0]) for r in await w.tx.fetch(
-            "SELECT id FROM memories WHERE id IN ?", chunk))
+        for r in await w.tx.fetch(
+                "SELECT id, namespace, content_hash FROM memories WHERE id IN ?", chunk):
+            taken_ids.add(str(r[0]))
+            present.add((str(r[0]), str(r[1]), str(r[2])))
     by_namespace: dict[str, list[str]] = {}
     for m in memories:
         by_namespace.setdefault(m.namespace, []).append(m.content_hash)
@@ -107,7 +112,7 @@ async def accepted(
         key = (memory.namespace, memory.content_hash)
         clash = memory.id if memory.id in taken_ids else taken_content.get(key)
         if clash is not None:
-            if skip_existing:
+            if skip_existing or (memory.id, *key) in present:
                 continue
             raise StorageError(
                 f"record {done}: memory {memory.id} already exists (or its content does, as "

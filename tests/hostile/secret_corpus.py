@@ -8,7 +8,10 @@ must not be stored (for a token with a public prefix, the random part after it).
 drawn from a fixed seed, so the file is reproducible; regenerate it after adding a shape.
 Classes follow the attack report: token formats, values holding characters that end a value
 elsewhere, values that look like something else, credentials given as command arguments,
-config files, key blocks, and key-like values after password/secret/token/key words.
+config files, key blocks, and key-like values after password/secret/token/key words; then
+shapes of captured conversation: cloud CSV exports, YAML pass-phrases, messaging/telephony
+keys, `.pgpass` lines, base64 after a secret word, "password" before its value in prose, and a
+secret key beside its access key id.
 """
 
 from __future__ import annotations
@@ -470,8 +473,120 @@ def key_like_values() -> Iterator[Case]:
             yield "key_like", fmt.format(N=name, n=name.lower(), c=camel, v=value), value
 
 
+# ------------------------------------------------------------------ shapes of captured talk
+# Appended after the classes above, so their cases (and the seeded values) stay as they were.
+
+def _aws_pair() -> tuple[str, str]:
+    return R.choice(("AKIA", "ASIA")) + pick(UPPER + DIGITS, 16), pick(B64, 40)
+
+
+def csv_exports() -> Iterator[Case]:
+    """Credential files a cloud console or CLI hands out, pasted whole."""
+    for _ in range(3):
+        key_id, secret = _aws_pair()
+        user = R.choice(("ci-deployer", "backup-bot", "jdoe", "terraform"))
+        yield ("csv_export", "User name,Password,Access key ID,Secret access key,Console login "
+               f"link\n{user},,{key_id},{secret},https://{R.randrange(10**11, 10**12)}"
+               ".signin.aws.amazon.com/console", secret)
+        pw = password()
+        yield ("csv_export", "User name,Password,Access key ID,Secret access key\n"
+               f"{user},{pw},{key_id},{secret}", pw)
+        yield ("csv_export", "here is the file:\nAccess key ID,Secret access key\n"
+               f"{key_id},{secret}\n", secret)
+    for _ in range(3):
+        secret = pick(ALNUM, 30)
+        yield ("csv_export", f"AccessKeyId,AccessKeySecret\nLTAI{pick(ALNUM, 20)},{secret}", secret)
+    for _ in range(2):
+        token = pick(B64URL, 36)
+        yield ("csv_export", f"name,client_id,client_secret\nbilling,{pick(HEXL, 20)},{token}\n"
+               f"search,{pick(HEXL, 20)},{pick(B64URL, 36)}", token)
+
+
+def yaml_phrases() -> Iterator[Case]:
+    """Passwords people chose as phrases, in YAML."""
+    phrases = ("Blue Ocean Mornings 2031", "an Apple a Day 7!", "correct Horse battery 42",
+               "Late train to Oslo #9", "the Red Fox runs 12x", "my Winter Garden 88?")
+    for phrase in phrases:
+        fmt = R.choice(("password: {p}", "database:\n  host: db\n  password: {p}\n  port: 5432",
+                        "  smtp_password: {p}", "- user: ops\n  passphrase: {p}"))
+        yield "yaml_phrase", fmt.format(p=phrase), phrase
+    for phrase in phrases[:4]:
+        block = R.choice((">-", "|", "|-"))
+        yield ("yaml_phrase", f"mail:\n  password: {block}\n    {phrase}\n  user: relay", phrase)
+
+
+def messaging_keys() -> Iterator[Case]:
+    """Telephony and messaging providers' keys with a fixed prefix."""
+    for _ in range(3):
+        body = pick("0123456789ABCDEF", 32) + "_" + pick(B64URL, 22)
+        yield ("messaging_key", R.choice(("TELNYX_API_KEY={k}", "telnyx key is {k}",
+                                          'headers = {{"Authorization": "Bearer {k}"}}'))
+               .format(k="KEY" + body), body)
+    for prefix in ("MA", "SA", "MA"):
+        body = pick(UPPER + DIGITS, 18)
+        yield ("messaging_key", R.choice(("plivo auth id {k}", "PLIVO_AUTH_ID={k}",
+                                          "client = plivo.RestClient('{k}', token)"))
+               .format(k=prefix + body), body)
+    for _ in range(3):
+        raw = f"tok:{uuid.UUID(int=R.getrandbits(128))}:1:0".encode()
+        token = base64.b64encode(raw).decode()
+        yield ("messaging_key", R.choice(("intercom access token {t}", "INTERCOM_TOKEN={t}",
+                                          "curl -H 'Authorization: Bearer {t}' api.intercom.io"))
+               .format(t=token), token[5:])
+    for prefix in ("SK", "AC"):
+        body = pick(HEXL, 32)
+        yield "messaging_key", f"twilio sid {prefix}{body} for the sms relay", body
+
+
+def pgpass_lines() -> Iterator[Case]:
+    """`.pgpass` lines at a line start, quoted in a command and inside a sentence."""
+    hosts = ("db.internal", "localhost", "*", "10.0.4.17", "pg-primary.prod")
+    for host in hosts:
+        pw = password("!@#%^&*-_=+")
+        line = f"{host}:{R.choice(('5432', '6432', '*'))}:{R.choice(('app', '*', 'orders'))}:" \
+               f"{R.choice(('app_user', 'postgres', 'replicator'))}:{pw}"
+        fmt = R.choice(("{l}", "echo '{l}' >> ~/.pgpass", "my ~/.pgpass has `{l}` in it",
+                        'printf "%s\\n" "{l}" > ~/.pgpass', "add this line: {l} and chmod 600"))
+        yield "pgpass_line", fmt.format(l=line), pw
+
+
+def base64_inline() -> Iterator[Case]:
+    """Credentials written base64-encoded right after the word that says what they are."""
+    for raw in ("deploy:" + password(), password(), "svc-" + pick(ALNUM, 20), password(),
+                "admin:" + password()):
+        value = base64.b64encode(raw.encode()).decode()
+        fmt = R.choice(("the password, base64-encoded: {v}", "secret (base64) {v}",
+                        "token in base64 is {v}", "base64 credentials: {v}",
+                        "here's the b64 password {v} - decode it", "api key (b64): `{v}`"))
+        yield "base64_inline", fmt.format(v=value), value
+
+
+def prose_passwords() -> Iterator[Case]:
+    """"password" said before the value, without `is` or `=` between."""
+    formats = ("use the password {p} for the admin login", "log in with password {p} and change it",
+               "password for the staging box: {p}", "the wifi passphrase {p} works again",
+               "I reset it, new password {p}", "password for root on bastion = {p}",
+               "try passcode {p} at the door")
+    for fmt in formats:
+        pw = password("!@#$%&*-_+?")
+        yield "prose_password", fmt.format(p=pw), pw
+
+
+def cloud_key_pairs() -> Iterator[Case]:
+    """A secret key written next to its access key id in a sentence, with no label."""
+    formats = ("keys are {i} / {s}", "I set the access key {i} with secret {s} yesterday",
+               "creds: {i} {s}", "use {i} and {s} for the uploader",
+               "({i}, {s}) is the pair for the backup user")
+    for fmt in formats:
+        key_id, secret = _aws_pair()
+        yield "cloud_key_pair", fmt.format(i=key_id, s=secret), secret
+    secret = pick(ALNUM, 30)
+    yield "cloud_key_pair", f"aliyun pair LTAI{pick(ALNUM, 20)} {secret}", secret
+
+
 GENERATORS = (token_formats, value_extents, mistaken_values, command_arguments, config_files,
-              key_blocks, key_like_values)
+              key_blocks, key_like_values, csv_exports, yaml_phrases, messaging_keys,
+              pgpass_lines, base64_inline, prose_passwords, cloud_key_pairs)
 
 
 def cases() -> list[dict[str, str]]:
