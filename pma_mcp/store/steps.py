@@ -59,7 +59,7 @@ async def insert(
     row = await tx.fetchrow(f"{rows.SELECT} WHERE namespace = ? AND content_hash = ?",
                             memory.namespace, memory.content_hash)
     if supersedes is not None:
-        await _unforked(tx, supersedes, None if row is None else str(row[1]))
+        await _unforked(tx, supersedes, None if row is None else rows.memory(row))
     if row is None:
         seq = await insert_row(tx, w.count_terms, memory, reason or "stored")
         if supersedes is not None:
@@ -193,13 +193,14 @@ MAX_CHAIN = 1_000
 damaged store, and this bound keeps it from hanging a write)."""
 
 
-async def _unforked(tx: Tx, old: Memory, duplicate_id: str | None) -> None:
+async def _unforked(tx: Tx, old: Memory, duplicate: Memory | None) -> None:
     """Refuse to supersede a memory that was already corrected: the second correction would
     fork the chain (two current memories both replacing it). The error names the current
     newest memory, the one to supersede instead. Repeating the same correction (its text is
-    the duplicate `duplicate_id`, which already supersedes `old`) is no fork."""
+    the `duplicate` that supersedes `old` and is still current) is no fork."""
     newer = await tx.fetchval("SELECT superseded_by FROM memories WHERE seq = ?", old.seq)
-    if newer is None or newer == duplicate_id:
+    if newer is None or (duplicate is not None and newer == duplicate.id
+                         and duplicate.superseded_by is None):
         return
     newest, seen = str(newer), {old.id}
     while newest not in seen and len(seen) < MAX_CHAIN:
