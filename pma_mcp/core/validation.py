@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from pma_mcp.core.errors import InvalidInputError
 from pma_mcp.core.models import KINDS, MemoryEdit, MemoryKind, MemoryType, NewMemory
@@ -57,27 +57,30 @@ def importance(value: object) -> float:
     return number
 
 
-def memory_type(value: object, field: str = "memory_type") -> MemoryType:
-    if isinstance(value, MemoryType):
+_Choice = TypeVar("_Choice", MemoryType, MemoryKind)
+
+
+def _choice(names: type[_Choice], value: object, field: str, allowed: str) -> _Choice:
+    """One of an enum's values, spelled in any case; anything else is refused, never read
+    as a default."""
+    if isinstance(value, names):
         return value
     if isinstance(value, str):
         try:
-            return MemoryType(value.strip().lower())
+            return names(value.strip().lower())
         except ValueError:
             pass
-    raise InvalidInputError(field, f"must be one of {TIERS}; got {value!r}")
+    raise InvalidInputError(field, f"must be one of {allowed}; got {value!r}")
+
+
+def memory_type(value: object, field: str = "memory_type") -> MemoryType:
+    """A tier: where a memory sits (the collector moves it)."""
+    return _choice(MemoryType, value, field, TIERS)
 
 
 def kind(value: object, field: str = "kind") -> MemoryKind:
-    """What a memory is (fact, decision, …): never coerced, an unknown one is refused."""
-    if isinstance(value, MemoryKind):
-        return value
-    if isinstance(value, str):
-        try:
-            return MemoryKind(value.strip().lower())
-        except ValueError:
-            pass
-    raise InvalidInputError(field, f"must be one of {KINDS}; got {value!r}")
+    """What a memory is (fact, decision, …)."""
+    return _choice(MemoryKind, value, field, KINDS)
 
 
 def labels(field: str, values: object) -> list[str]:
