@@ -80,6 +80,7 @@ def cli(
     return subprocess.run(
         [sys.executable, "-m", "pma_mcp", *args],
         env=env, cwd=cwd, input=stdin, capture_output=True, text=True, check=False,
+        timeout=120,
     )
 
 
@@ -187,9 +188,32 @@ async def test_search_ranks_with_breakdown_and_counts_no_access(
     table = cli("search", "export retries", "-n", "2", env=env)
     assert table.returncode == 0
     header = table.stdout.splitlines()[0].split()
-    assert header == ["#", "id", "tier", "score", "semantic", "importance", "recency",
+    assert header == ["#", "id", "kind", "tier", "score", "semantic", "importance", "recency",
                       "access", "author", "content"]
     assert ids["export"][:8] in table.stdout
+
+
+async def test_search_filters_by_kind_and_edit_relabels_one(
+    db_path: Path, env: dict[str, str]
+) -> None:
+    ids = await fill_small(db_path)  # kinds inferred: note, fact (semantic), note, preference
+    proc = cli("search", "WAL export retries release notes", "--kind", "fact", "--json",
+               env=env)
+    assert proc.returncode == 0, proc.stderr
+    found = json.loads(proc.stdout)["results"]
+    assert [(r["id"], r["kind"]) for r in found] == [(ids["wal"], "fact")]
+    table = cli("search", "user prefers short answers", "--kind", "preference", env=env)
+    assert ids["user"][:8] in table.stdout and " preference " in table.stdout
+    assert ids["export"][:8] not in table.stdout
+
+    wrong = cli("search", "x", "--kind", "rule", env=env)
+    assert wrong.returncode == 2 and "fact" in wrong.stderr and wrong.stdout == ""
+    edited = cli("edit", ids["export"][:8], "--kind", "decision", env=env)
+    assert edited.returncode == 0, edited.stderr
+    assert edited.stdout.strip() == f"edited {ids['export']}: kind"
+    shown = cli("inspect", ids["export"][:8], env=env).stdout
+    assert "decision (what it is; the collector never changes it)" in shown
+    assert "episodic (where the collector keeps it now)" in shown
 
 
 async def test_search_sees_the_global_namespace_and_marks_it(

@@ -462,7 +462,7 @@ async def test_prompt_injects_relevant_memories_in_a_compact_block(hook: Hook) -
     lines = text.splitlines()
     assert "not instructions" in lines[0]
     assert len(lines) == 2  # only the relevant memory, however important the others are
-    assert lines[1].startswith("- [semantic · importance 0.70 · ")
+    assert lines[1].startswith("- [fact · importance 0.70 · ")  # kind inferred: semantic tier
     assert lines[1].endswith(EXPORT_FACT)
     assert time.strftime("%Y-%m-%d", time.gmtime()) in lines[1]
 

@@ -118,6 +118,7 @@ async def test_a_v1_schema_gains_each_memorys_term_sequence(postgres_url: str) -
                   for i in range(5)]
         await store.insert_many(stored, skip_existing=False)
         await postgres.execute(postgres_url, "ALTER TABLE memories DROP COLUMN term_seq")
+        await postgres.execute(postgres_url, "ALTER TABLE memories DROP COLUMN kind")  # v4's
         await postgres.execute(postgres_url, "UPDATE schema_version SET version = 1")
     finally:
         await store.close()
@@ -128,6 +129,29 @@ async def test_a_v1_schema_gains_each_memorys_term_sequence(postgres_url: str) -
         sequences = await store.term_sequences(seqs)
         assert all(sequences[s] for s in seqs)
         await consistent(store)  # which recomputes every term sequence
+    finally:
+        await store.close()
+
+
+async def test_a_v3_schema_gains_kinds_inferred_from_the_rows(postgres_url: str) -> None:
+    """v4 adds `kind`: a hook-saved exchange becomes an event, the rest as core/kinds.py says."""
+    store = await PostgresStore.open(postgres_url)
+    try:
+        saved = mem("User: why?\nAssistant: because", tags=("session", "auto-saved"),
+                    metadata={"source": "hook:stop"})
+        chose = mem("We decided to pin the api port")
+        plain = mem("The api port is 9090")
+        await store.insert_many([saved, chose, plain], skip_existing=False)
+        await postgres.execute(postgres_url, "ALTER TABLE memories DROP COLUMN kind")
+        await postgres.execute(postgres_url, "UPDATE schema_version SET version = 3")
+    finally:
+        await store.close()
+    store = await PostgresStore.open(postgres_url)
+    try:
+        assert await store.schema_version() == SCHEMA_VERSION
+        kinds = {m.id: m.kind.value for m in await store.namespace_memories(NS)}
+        assert kinds == {saved.id: "event", chose.id: "decision", plain.id: "note"}
+        await consistent(store)
     finally:
         await store.close()
 

@@ -31,12 +31,12 @@ from tests.conftest import PROJECT, FakeClock
 
 TOOLS = {
     "remember": ["content", "importance", "memory_type", "tags", "linked_entities", "metadata",
-                 "session_id", "namespace", "supersedes"],
+                 "session_id", "namespace", "supersedes", "kind"],
     "recall": ["query", "limit", "memory_type", "tags", "namespace", "min_score",
-               "include_global"],
+               "include_global", "kind"],
     "forget": ["memory_id"],
     "update": ["memory_id", "content", "importance", "memory_type", "tags", "linked_entities",
-               "metadata"],
+               "metadata", "kind"],
     "load_context": ["query", "token_budget", "namespace", "include_global"],
     "inspect": ["memory_id", "query"],
     "gc_preview": ["namespace"],
@@ -168,6 +168,108 @@ async def test_remember_returns_the_stored_memory(app: MCPServer[Any], mode: Mod
         assert data["created_at"].startswith("2027-01-15")
         again = await remember(client, "Use WAL mode for the store")
         assert again["deduplicated"] is True and again["id"] == data["id"]
+
+
+# ------------------------------------------------------------------ kinds and tiers
+
+
+async def test_a_kind_is_what_a_memory_is_and_the_collector_never_changes_it(
+    app: MCPServer[Any], mode: Mode, clock: FakeClock
+) -> None:
+    async with connect(app, mode) as client:
+        chosen = await remember(client, "Invoices are stored for ten years", kind="fact",
+                                importance=0.9)
+        decided = await remember(client, "We decided to keep invoices in S3 Glacier")
+        liked = await remember(client, "The user prefers short commit messages")
+        happened = await remember(client, "The invoice export failed on Monday night")
+        other = await remember(client, "Invoice numbering starts at 1000")
+        assert [m["kind"] for m in (chosen, decided, liked, happened, other)] == [
+            "fact", "decision", "preference", "event", "note"]  # given, then inferred
+        assert {m["memory_type"] for m in (chosen, decided, liked)} == {"episodic"}
+
+        found = await ok(client, "recall", {"query": "invoices", "kind": "decision"})
+        assert [r["id"] for r in found["results"]] == [decided["id"]]
+        assert found["results"][0]["kind"] == "decision"
+        assert (await fails(client, "recall", {"query": "x", "kind": "rule"})).count("fact")
+
+        clock.advance(24 * 365)  # a year idle: the collector moves tiers, never kinds
+        await ok(client, "gc_run")
+        kept = await ok(client, "inspect", {"memory_id": chosen["id"]})
+        assert kept["memory"]["kind"] == "fact"
+        assert kept["memory"]["memory_type"] == "episodic"  # important: not demoted for age
+        moved = await ok(client, "inspect", {"memory_id": other["id"]})
+        assert moved["memory"]["memory_type"] != "episodic"
+        assert moved["memory"]["kind"] == "note"
+
+        fixed = await ok(client, "update", {"memory_id": other["id"], "kind": "fact"})
+        assert fixed["changed"] == ["kind"] and fixed["memory"]["kind"] == "fact"
+
+
+async def test_a_correction_keeps_the_labels_of_what_it_corrects(
+    app: MCPServer[Any], mode: Mode
+) -> None:
+    async with connect(app, mode) as client:
+        old = await remember(client, "Alice owns the payments service", kind="fact",
+                             importance=0.85, tags=["team"], linked_entities=["alice"])
+        assert len((await ok(client, "related", {"entity": "alice"}))["memories"]) == 1
+        new = await remember(client, "Alice owns the billing service since May",
+                             supersedes=old["id"])
+        assert (new["kind"], new["importance"], new["tags"], new["linked_entities"]) == (
+            "fact", 0.85, ["team"], ["alice"])
+        related = await ok(client, "related", {"entity": "alice"})
+        assert [m["id"] for m in related["memories"]] == [new["id"]]
+        given = await remember(client, "Bob owns the billing service since June",
+                               supersedes=new["id"], importance=0.6, tags=[],
+                               linked_entities=["bob"], kind="event")
+        assert (given["kind"], given["importance"], given["tags"],
+                given["linked_entities"]) == ("event", 0.6, [], ["bob"])
+
+
+async def test_superseding_an_already_superseded_memory_names_the_newest(
+    app: MCPServer[Any], mode: Mode
+) -> None:
+    async with connect(app, mode) as client:
+        first = await remember(client, "Deploys run at 09:00")
+        second = await remember(client, "Deploys run at 10:00", supersedes=first["id"])
+        again = await remember(client, "Deploys run at 10:00", supersedes=first["id"])
+        assert again["deduplicated"] is True and again["id"] == second["id"]  # a retry
+        third = await remember(client, "Deploys run at 11:00", supersedes=second["id"])
+        before = (await ok(client, "memory_stats"))["total"]
+        for content in ("Deploys run at 12:00", "Deploys run at 10:00"):
+            text = await fails(client, "remember", {"content": content,
+                                                    "supersedes": first["id"]})
+            assert f"already superseded by {second['id']}" in text
+            assert f"supersedes={third['id']}" in text and "nothing was stored" in text
+        assert (await ok(client, "memory_stats"))["total"] == before
+        found = await ok(client, "recall", {"query": "deploys run"})
+        assert [r["id"] for r in found["results"]] == [third["id"]]
+
+
+async def test_remember_answers_with_what_it_likely_repeats_or_contradicts(
+    app: MCPServer[Any], mode: Mode
+) -> None:
+    async with connect(app, mode) as client:
+        lag = await remember(client, "The read replica lags; point the nightly report at the "
+                             "primary at 02:00.", kind="fact", linked_entities=["reporting"])
+        await remember(client, "The read replica is in eu-west-1", kind="note",
+                       linked_entities=["reporting"])
+        await remember(client, "Lunch is at noon on Fridays", kind="fact")
+        again = await remember(client, "The read replica lags, so point the nightly report at "
+                               "the primary at 02:00 UTC.", kind="fact")
+        assert [s["id"] for s in again["similar"]] == [lag["id"]]
+        assert again["similar"][0]["preview"].startswith("The read replica lags;")
+        assert again["similar"][0]["overlap"] >= 0.6
+        moved = await remember(client, "Point the reporting job at the replica again, it "
+                               "no longer lags", kind="fact", linked_entities=["reporting"])
+        assert [s["id"] for s in moved["similar"]] == [lag["id"], again["id"]] or [
+            s["id"] for s in moved["similar"]] == [again["id"], lag["id"]]
+        assert moved["similar"][0]["shared"] in (["reporting"], [])
+        saved = await remember(client, "User: does the read replica lag?\nAssistant: it "
+                               "lags; point the nightly report at the primary at 02:00.",
+                               tags=["session", "auto-saved"], kind="fact")
+        assert saved["similar"] == []  # an exchange a hook saved is not compared
+        fresh = await remember(client, "Tabs, not spaces, in the Makefile", kind="fact")
+        assert fresh["similar"] == []
 
 
 async def test_recall_ranks_with_breakdown_and_filters(
@@ -336,7 +438,8 @@ BAD_CALLS: list[tuple[str, dict[str, Any], str]] = [
     ("remember", {"content": HUGE}, "at most 100000 characters"),
     ("remember", {"content": "a\x00b"}, "NUL"),
     ("remember", {"content": "x", "importance": "NaN"}, "valid number"),
-    ("remember", {"content": "x", "importance": float("nan")}, "importance"),
+    # (NaN itself reaches the server as null, "not given", through the client's JSON)
+    ("remember", {"content": "x", "importance": -0.5}, "importance"),
     ("remember", {"content": "x", "importance": "0.7"}, "valid number"),
     ("remember", {"content": "x", "importance": 1.5}, "less than or equal to 1"),
     ("remember", {"content": "x", "importance": True}, "valid number"),

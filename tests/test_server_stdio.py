@@ -19,6 +19,7 @@ import threading
 from pathlib import Path
 from typing import IO, Any, Literal
 
+import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.types import TextContent
@@ -75,6 +76,42 @@ async def test_sdk_stdio_client_remember_recall_inspect_forget(
         assert gone.is_error
         assert isinstance(gone.content[0], TextContent)
         assert "call recall" in gone.content[0].text
+
+
+async def test_sdk_stdio_client_kinds_corrections_and_similar(
+    tmp_path: Path, store_settings: Settings
+) -> None:
+    """A kind given or inferred, a correction that keeps its labels, what a new memory
+    repeats, and recall by kind: through the real server process."""
+    project = tmp_path / "acme"
+    project.mkdir()
+    params = StdioServerParameters(command=sys.executable, args=["-m", "pma_mcp"],
+                                   cwd=str(project), env=store_env(store_settings))
+
+    async def call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
+        result = await client.call_tool(tool, args)
+        data = result.structured_content
+        assert not result.is_error and isinstance(data, dict), result
+        return data
+
+    with anyio.fail_after(DEADLINE):
+        async with Client(params, mode="legacy") as client:
+            old = await call(client, "remember", content="We decided Alice reviews every "
+                             "payments change", importance=0.8, tags=["review"],
+                             linked_entities=["alice", "payments"])
+            assert (old["kind"], old["memory_type"]) == ("decision", "episodic")
+            new = await call(client, "remember", content="We decided Bob reviews every "
+                             "payments change from June", supersedes=old["id"])
+            assert (new["kind"], new["importance"], new["tags"], new["linked_entities"]) == (
+                "decision", 0.8, ["review"], ["alice", "payments"])
+            assert [m["id"] for m in (await call(client, "related", entity="alice"))[
+                "memories"]] == [new["id"]]
+            again = await call(client, "remember", content="We decided that Bob reviews "
+                               "each payments change", linked_entities=["payments"])
+            assert [s["id"] for s in again["similar"]] == [new["id"]]
+            await call(client, "remember", content="Payments run on Kubernetes", kind="fact")
+            decisions = await call(client, "recall", query="payments", kind="decision")
+            assert {r["id"] for r in decisions["results"]} == {new["id"], again["id"]}
 
 
 class RawServer:

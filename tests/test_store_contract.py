@@ -19,11 +19,12 @@ import pytest
 
 from pma_mcp.config import Settings
 from pma_mcp.core import collector, scoring
-from pma_mcp.core.errors import InvalidInputError, NotFoundError, StorageError
+from pma_mcp.core.errors import ConflictError, InvalidInputError, NotFoundError, StorageError
 from pma_mcp.core.models import (
     Browse,
     GCDecision,
     Memory,
+    MemoryKind,
     MemoryType,
     Scope,
     ScoreBreakdown,
@@ -53,13 +54,14 @@ def mem(
     importance: float = 0.5,
     access_count: int = 0,
     metadata: dict[str, str] | None = None,
+    kind: MemoryKind = MemoryKind.NOTE,
 ) -> Memory:
     return Memory(
         id=uuid.uuid4().hex, namespace=namespace, content=content, memory_type=tier,
         importance=importance, tags=list(tags), linked_entities=list(entities),
         token_count=len(content.split()), access_count=access_count,
         created_at=to_datetime(at), accessed_at=to_datetime(at), metadata=metadata or {},
-        session_id=session, content_hash=content_hash(content))
+        session_id=session, content_hash=content_hash(content), kind=kind)
 
 
 async def _open(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Store:
@@ -131,6 +133,38 @@ async def test_supersede_and_current_again(store: Store) -> None:
     back, dup = await store.insert(mem("the api port is 8080"))
     assert dup and back.superseded_by is None and back.memory_type == MemoryType.EPISODIC
     assert "promote" in [e.event for e in await store.lineage(old.id)]
+    await consistent(store)
+
+
+async def test_kinds_are_kept_filtered_and_edited(store: Store) -> None:
+    chosen, _ = await store.insert(mem("we pin the api port to 9090", kind=MemoryKind.DECISION),
+                                   supersedes=None, reason="stored")
+    other, _ = await store.insert(mem("the api port is read from PORT"), supersedes=None,
+                                  reason="stored")
+    assert (await store.get(chosen.id)).kind is MemoryKind.DECISION  # type: ignore[union-attr]
+    scope = Scope(namespaces=(NS,), kind=MemoryKind.DECISION)
+    found = await store.lexical_candidates("api port", scope, 10)
+    assert [c.seq for c in found] == [chosen.seq]
+    page = await store.browse(Browse(namespace=NS, kind=MemoryKind.NOTE), None, 10)
+    assert [m.id for m in page] == [other.id]
+    edited = await store.edit(other, dataclasses.replace(other, kind=MemoryKind.FACT),
+                              NOW + 1, "edited: kind note → fact")
+    assert edited.kind is MemoryKind.FACT
+    await consistent(store)
+
+
+async def test_superseding_a_superseded_memory_is_refused_naming_the_newest(
+    store: Store,
+) -> None:
+    first, _ = await store.insert(mem("deploys at 09:00"), supersedes=None, reason="stored")
+    second, _ = await store.insert(mem("deploys at 10:00"), supersedes=first, reason="fix")
+    third, _ = await store.insert(mem("deploys at 11:00"), supersedes=second, reason="fix")
+    count = await store.count(NS)
+    with pytest.raises(ConflictError, match=f"chain is {third.id}"):
+        await store.insert(mem("deploys at 12:00"), supersedes=first, reason="fix")
+    assert await store.count(NS) == count
+    current = [m.id for m in await store.namespace_memories(NS) if m.superseded_by is None]
+    assert current == [third.id]
     await consistent(store)
 
 

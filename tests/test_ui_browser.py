@@ -145,6 +145,31 @@ def test_memory_pages_score_bar_has_a_legend(page: Page, server: Running,
     assert "their sum is the composite" in row.inner_text()
 
 
+def test_kind_is_shown_apart_from_the_tier_and_filters_the_list(
+    page: Page, server: Running, ids: dict[str, str]
+) -> None:
+    page.goto(memory_url(server, ids["decision"]))
+    fields = page.locator("table").first
+    kind = fields.locator("tr", has=page.locator("th", has_text="kind")).inner_text()
+    assert kind.split() == ["kind", "decision", "what", "it", "is;", "the", "collector",
+                            "never", "changes", "it"]
+    tier = fields.locator("tr", has=page.locator("th", has_text="tier")).inner_text()
+    assert "where the collector keeps it now" in tier
+    assert "Next GC: " in page.inner_text("body")
+    assert page.locator("select[name=kind] option[selected]").inner_text() == "decision"
+
+    page.goto(f"{server.base}/memories?ns={PROJECT}")
+    page.select_option("select[name=kind]", "decision")
+    page.click("text=apply")
+    assert "kind=decision" in page.url
+    rows = page.locator("table tr")
+    assert rows.nth(0).locator("th").nth(1).inner_text() == "kind"
+    kinds = {rows.nth(i).locator("td.kind").inner_text() for i in range(1, rows.count())}
+    assert kinds == {"decision"}
+    assert ids["decision"][:10] in page.inner_text("table")
+    assert ids["bug"][:10] not in page.inner_text("table")
+
+
 def test_forget_asks_first_then_deletes(page: Page, server: Running,
                                         ids: dict[str, str]) -> None:
     page.goto(memory_url(server, ids["bug"]))

@@ -31,7 +31,7 @@ from pma_mcp.commands import outfile, render
 from pma_mcp.config import Settings
 from pma_mcp.core.errors import NotFoundError, PmaError
 from pma_mcp.core.export_format import dumps
-from pma_mcp.core.models import Finding, GCDecision, MemoryType
+from pma_mcp.core.models import Finding, GCDecision, MemoryKind, MemoryType
 from pma_mcp.core.validation import MAX_METADATA_DEPTH
 from pma_mcp.importers import project_docs
 from pma_mcp.service import MAX_LIMIT, MemoryService
@@ -204,7 +204,10 @@ def _add_search(sub: Any) -> None:
     p.add_argument("query", metavar="QUERY")
     p.add_argument("-n", "--limit", type=_limit, default=10, metavar="N",
                    help=f"how many results, 1-{MAX_LIMIT} (default 10)")
-    p.add_argument("--tier", choices=[t.value for t in MemoryType], help="only this tier")
+    p.add_argument("--kind", choices=[k.value for k in MemoryKind],
+                   help="only memories of this kind (what a memory is)")
+    p.add_argument("--tier", choices=[t.value for t in MemoryType],
+                   help="only this tier (where the collector keeps it)")
     p.add_argument("--tag", action="append", default=[], metavar="TAG",
                    help="only memories with this tag (repeatable)")
     _namespace_opt(p)
@@ -226,7 +229,10 @@ def _add_edit(sub: Any) -> None:
     p.add_argument("id", metavar="ID", help="memory id or a unique prefix of it")
     p.add_argument("--content", help="new text (replaces the old)")
     p.add_argument("--importance", type=float, metavar="X", help="new importance, 0-1")
-    p.add_argument("--tier", choices=[t.value for t in MemoryType], help="move to this tier")
+    p.add_argument("--kind", choices=[k.value for k in MemoryKind],
+                   help="what the memory is, if it was labelled wrongly")
+    p.add_argument("--tier", choices=[t.value for t in MemoryType],
+                   help="move to this tier (the collector may move it again)")
     p.add_argument("--tag", action="append", metavar="TAG",
                    help="new tags, replacing the old (repeatable)")
     p.add_argument("--no-tags", action="store_true", help="remove every tag")
@@ -361,7 +367,7 @@ async def _search(args: argparse.Namespace, settings: Settings) -> int:
     async with await _open(settings) as service:
         results = await service.search(
             args.query, namespace=args.namespace, memory_type=args.tier, tags=args.tag,
-            limit=args.limit, touch=False,
+            limit=args.limit, touch=False, kind=args.kind,
         )
     own = _own(args, settings)
     if args.json:
@@ -409,7 +415,7 @@ async def _edit(args: argparse.Namespace, settings: Settings) -> int:
         done = await service.update(
             args.id, content=args.content, importance=args.importance, memory_type=args.tier,
             tags=tags, linked_entities=entities, metadata=args.metadata,
-            namespace=args.namespace,
+            namespace=args.namespace, kind=args.kind,
         )
     if args.json:
         _out(dumps({"memory": done.memory, "changed": done.changed}))

@@ -163,14 +163,14 @@ def search_text(
         b, m = item.breakdown, item.memory
         marker = "" if m.namespace == own else "[global] "
         rows.append([
-            str(rank), m.id[:8], m.memory_type.value, number(item.score),
+            str(rank), m.id[:8], m.kind.value, m.memory_type.value, number(item.score),
             number(b.semantic_similarity), number(b.importance), number(b.recency),
             number(b.access_frequency), clip(m.shown_author, AUTHOR_WIDTH), marker + m.content,
         ])
     return table(
-        ["#", "id", "tier", "score", "semantic", "importance", "recency", "access", "author",
-         "content"],
-        rows, align=[">", "<", "<", ">", ">", ">", ">", ">", "<", "<"], width=width,
+        ["#", "id", "kind", "tier", "score", "semantic", "importance", "recency", "access",
+         "author", "content"],
+        rows, align=[">", "<", "<", "<", ">", ">", ">", ">", ">", "<", "<"], width=width,
     )
 
 
@@ -196,8 +196,9 @@ def memory_fields(m: Memory, now: datetime) -> str:
         ("id", m.id),
         ("namespace", m.namespace),
         ("author", m.shown_author),
-        ("tier", m.memory_type.value),
-        ("importance", f"{m.importance:g}"),
+        ("kind", f"{m.kind.value} (what it is; the collector never changes it)"),
+        ("tier", f"{m.memory_type.value} (where the collector keeps it now)"),
+        ("importance", f"{m.importance:g} (what makes it last)"),
         ("tokens", f"{m.token_count:,}"),
         ("accesses", f"{m.access_count:,}"),
         ("created", f"{when(m.created_at)} ({hours(age)} ago)"),

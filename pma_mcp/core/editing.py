@@ -45,6 +45,8 @@ def describe(old: Memory, new: Memory, changed: Sequence[str]) -> str:
             parts.append(f"importance {old.importance:g} → {new.importance:g}")
         elif name == "memory_type":
             parts.append(f"memory_type {old.memory_type.value} → {new.memory_type.value}")
+        elif name == "kind":
+            parts.append(f"kind {old.kind.value} → {new.kind.value}")
         elif name in ("tags", "linked_entities"):
             parts.append(f"{name} {_label_diff(getattr(old, name), getattr(new, name))}")
         else:

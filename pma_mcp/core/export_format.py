@@ -3,7 +3,8 @@
     {"format": "pma-mcp-export", "version": 1, "exported_at": "...", "memories": [record...]}
 
 A record carries every field a memory has except `seq` (import order keeps the relative order)
-and `content_hash` (recomputed). Times are ISO-8601 UTC. Records are checked field by field so a
+and `content_hash` (recomputed). A record without `kind` (written before kinds) gets the one
+core/kinds.py infers. Times are ISO-8601 UTC. Records are checked field by field so a
 bad file is refused with the record number and field at fault.
 """
 
@@ -33,6 +34,7 @@ def to_record(memory: Memory) -> dict[str, Any]:
         "id": memory.id,
         "namespace": memory.namespace,
         "content": memory.content,
+        "kind": memory.kind.value,
         "memory_type": memory.memory_type.value,
         "importance": memory.importance,
         "tags": list(memory.tags),
@@ -119,6 +121,7 @@ def _from_record(
         metadata_=record.get("metadata"),
         session_id=record.get("session_id"),
         author_=record.get("author", author),
+        kind_=record.get("kind"),
     )
     if admit is not None:
         new = admit(new)

@@ -33,6 +33,28 @@ TIER_ORDER: tuple[MemoryType, ...] = (
 )
 
 
+class MemoryKind(StrEnum):
+    """What a memory is, chosen by whoever stored it; the collector never changes it.
+
+    The tier (`MemoryType`) is where a memory sits now, and it is the collector's business;
+    how long a memory lasts is its importance, not its kind or its tier.
+    """
+
+    FACT = "fact"
+    """Something true about the project, the world or a person."""
+    DECISION = "decision"
+    """A choice that was made, and what it rules out."""
+    PREFERENCE = "preference"
+    """How the user wants things done: rules, conventions, likes and dislikes."""
+    EVENT = "event"
+    """Something that happened (every exchange a hook saved is one)."""
+    NOTE = "note"
+    """Anything else (what an older memory that no rule recognised became)."""
+
+
+KINDS = ", ".join(k.value for k in MemoryKind)
+
+
 def tier_up(tier: MemoryType) -> MemoryType:
     """One tier hotter (working stays working)."""
     return TIER_ORDER[max(TIER_ORDER.index(tier) - 1, 0)]
@@ -73,6 +95,7 @@ class Memory:
     superseded_by: str | None = None
     author: str | None = None
     """Who stored it (Settings.author); None for memories stored before schema v11."""
+    kind: MemoryKind = MemoryKind.NOTE
 
     @property
     def shown_author(self) -> str:
@@ -177,6 +200,8 @@ class NewMemory:
     session_id: str | None = None
     supersedes: str | None = None
     author: str | None = None
+    kind: MemoryKind | None = None
+    """None: inferred from the rest when the memory is built (core/kinds.py)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -200,10 +225,24 @@ class ScoredMemory:
     breakdown: ScoreBreakdown
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Similar:
+    """A stored memory a new one likely repeats or contradicts (same kind, shared entities
+    or most of its terms), so the caller can supersede or update it without knowing its id."""
+
+    id: str
+    preview: str
+    shared: list[str]
+    """The linked entities both carry (may be empty when the terms alone overlap)."""
+    overlap: float
+    """The share of the smaller memory's content terms the other one also has (0-1)."""
+
+
 @dataclass(slots=True, kw_only=True)
 class AddResult:
     memory: Memory
     deduplicated: bool = False
+    similar: list[Similar] = field(default_factory=list)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -378,6 +417,8 @@ class ImportItem:
     created_at: float | None = None
     author: str | None = None
     """The source's own author, if it records one (None: the importing person)."""
+    kind: MemoryKind | None = None
+    """None: inferred when the memory is built (core/kinds.py)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -387,6 +428,7 @@ class Scope:
     namespaces: tuple[str, ...]
     memory_type: MemoryType | None = None
     tags: tuple[str, ...] = ()
+    kind: MemoryKind | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -409,6 +451,7 @@ class MemoryEdit:
     tags: list[str] | None = None
     linked_entities: list[str] | None = None
     metadata: dict[str, Any] | None = None
+    kind: MemoryKind | None = None
 
 
 @dataclass(slots=True, kw_only=True)
@@ -425,6 +468,7 @@ class Browse:
 
     namespace: str
     memory_type: MemoryType | None = None
+    kind: MemoryKind | None = None
     tag: str | None = None
     entity: str | None = None
     source: str | None = None
@@ -495,7 +539,9 @@ def build_memory(
     superseded_by: str | None = None,
 ) -> Memory:
     """The one place a validated write becomes a Memory (add, import, importers); its
-    content hash is made here."""
+    content hash is made here, and its kind inferred when the write names none."""
+    from pma_mcp.core import kinds
+
     return Memory(
         id=memory_id,
         namespace=new.namespace,
@@ -513,4 +559,5 @@ def build_memory(
         content_hash=content_hash(new.content),
         superseded_by=superseded_by,
         author=new.author,
+        kind=new.kind or kinds.infer(new.content, new.tags, new.metadata, new.memory_type),
     )

@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from pma_mcp.core.errors import InvalidInputError
-from pma_mcp.core.models import MemoryEdit, MemoryType, NewMemory
+from pma_mcp.core.models import KINDS, MemoryEdit, MemoryKind, MemoryType, NewMemory
 from pma_mcp.core.namespaces import canonical_namespace
 
 MAX_CONTENT_CHARS = 100_000
@@ -57,15 +57,30 @@ def importance(value: object) -> float:
     return number
 
 
-def memory_type(value: object, field: str = "memory_type") -> MemoryType:
-    if isinstance(value, MemoryType):
+_Choice = TypeVar("_Choice", MemoryType, MemoryKind)
+
+
+def _choice(names: type[_Choice], value: object, field: str, allowed: str) -> _Choice:
+    """One of an enum's values, spelled in any case; anything else is refused, never read
+    as a default."""
+    if isinstance(value, names):
         return value
     if isinstance(value, str):
         try:
-            return MemoryType(value.strip().lower())
+            return names(value.strip().lower())
         except ValueError:
             pass
-    raise InvalidInputError(field, f"must be one of {TIERS}; got {value!r}")
+    raise InvalidInputError(field, f"must be one of {allowed}; got {value!r}")
+
+
+def memory_type(value: object, field: str = "memory_type") -> MemoryType:
+    """A tier: where a memory sits (the collector moves it)."""
+    return _choice(MemoryType, value, field, TIERS)
+
+
+def kind(value: object, field: str = "kind") -> MemoryKind:
+    """What a memory is (fact, decision, …)."""
+    return _choice(MemoryKind, value, field, KINDS)
 
 
 def labels(field: str, values: object) -> list[str]:
@@ -172,6 +187,7 @@ def new_memory(
     session_id: object = None,
     supersedes: object = None,
     author_: object = None,
+    kind_: object = None,
 ) -> NewMemory:
     """Validate every field of a write; the first problem found is raised."""
     return NewMemory(
@@ -185,10 +201,12 @@ def new_memory(
         session_id=optional_id("session_id", session_id),
         supersedes=None if supersedes is None else id_prefix(supersedes, "supersedes"),
         author=author(author_),
+        kind=None if kind_ is None else kind(kind_),
     )
 
 
-EDITABLE = ("content", "importance", "memory_type", "tags", "linked_entities", "metadata")
+EDITABLE = ("content", "importance", "memory_type", "tags", "linked_entities", "metadata",
+            "kind")
 """The fields an in-place edit may change; id, namespace, counts and times stay."""
 
 
@@ -200,6 +218,7 @@ def memory_edit(
     tags: object = None,
     linked_entities: object = None,
     metadata_: object = None,
+    kind_: object = None,
 ) -> MemoryEdit:
     """Validate an in-place edit with the rules of `new_memory`; None means "unchanged"."""
     edit = MemoryEdit(
@@ -211,6 +230,7 @@ def memory_edit(
         linked_entities=None if linked_entities is None else labels(
             "linked_entities", linked_entities),
         metadata=None if metadata_ is None else metadata(metadata_),
+        kind=None if kind_ is None else kind(kind_),
     )
     if all(getattr(edit, f) is None for f in EDITABLE):
         raise InvalidInputError(

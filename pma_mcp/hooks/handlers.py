@@ -244,7 +244,7 @@ def _entry(memory: Memory, scope_label: str) -> str:
     content = _head_tail(_SPACES.sub(" ", memory.content).strip(), MAX_ENTRY_CHARS)
     where = f" · {scope_label}" if scope_label else ""
     return (
-        f"- [{memory.memory_type.value} · importance {memory.importance:.2f} · "
+        f"- [{memory.kind.value} · importance {memory.importance:.2f} · "
         f"{memory.created_at.date().isoformat()}{where} · by {memory.shown_author} · "
         f"id {memory.id[:8]}] {content}"
     )

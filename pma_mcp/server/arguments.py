@@ -172,7 +172,8 @@ def _example(name: str, schema: Mapping[str, Any], got: object) -> str:
     if value is None:
         value = s.get("default")
     if value is None or value == []:
-        value = {"integer": s.get("minimum", 1), "number": s.get("minimum", 0.5),
+        low, high = s.get("minimum", 0.0), s.get("maximum", 1.0)  # a number: its middle
+        value = {"integer": s.get("minimum", 1), "number": (low + high) / 2,
                  "string": "…", "boolean": True, "array": ["…"], "object": {}}[kind]
     key = name
     example = json.dumps(value, ensure_ascii=False)

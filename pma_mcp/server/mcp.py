@@ -89,13 +89,17 @@ few words as query; read its text.
 - Before answering about earlier work, past decisions, or the user's preferences and \
 conventions: call recall. Do not guess what was decided before.
 - When a decision is made, a fact is learned, or the user states a preference or a rule: call \
-remember with one self-contained statement and a considered importance (0.9-1.0 rules and \
-preferences that must never be lost; 0.6-0.8 decisions and facts; 0.3-0.5 routine events). \
-Use memory_type "semantic" for lasting facts and rules, "episodic" (default) for what happened, \
-"working" for notes only this task needs. Add tags and linked_entities (files, modules, people) \
-so related can find it. Rules for every project: namespace="default".
-- A stored memory is wrong: remember the correction with supersedes=<old id>, or forget it; \
-for a small fix (wording, importance, tier, tags) call update on it.
+remember with one self-contained statement, its kind (fact, decision, preference, event, note: \
+what it is) and a considered importance (0.9-1.0 rules and preferences that must never be lost; \
+0.6-0.8 decisions and facts; 0.3-0.5 routine events). Importance is what makes a memory last: \
+an important one is never demoted for age alone. Where a memory sits (its tier: working, \
+episodic, semantic, archived) is the garbage collector's business; leave memory_type out. Add \
+tags and linked_entities (files, modules, people) so related can find it. Rules for every \
+project: namespace="default".
+- remember answers with similar: stored memories of the same kind it likely repeats or \
+contradicts. If one is now wrong, remember the correction with supersedes=<its id> (the \
+correction keeps its kind, importance, tags and entities unless you give them), or forget it; \
+for a small fix (wording, importance, kind, tags) call update on it.
 - related lists what is known about a file, module or person; inspect explains a score and \
 what the garbage collector will do to a memory.
 - Maintenance: memory_stats; if gc_pressure is high, gc_preview then gc_run.
@@ -131,6 +135,19 @@ Serve the pma memory tools over MCP stdio. Configuration is read from the enviro
 # ------------------------------------------------------------------ argument types
 
 Tier = Literal["working", "episodic", "semantic", "archived"]
+Kind = Literal["fact", "decision", "preference", "event", "note"]
+KindArg = Annotated[
+    Kind | None,
+    Field(description="What the memory is: fact, decision, preference, event or note. "
+          "Omitted: a correction keeps the kind of the memory it supersedes, otherwise it is "
+          "inferred from the text and tags (e.g. 'we decided …' is a decision)"),
+]
+StartTier = Annotated[
+    Tier | None,
+    Field(description="The tier it starts in (default episodic). Tiers are where the garbage "
+          "collector keeps a memory and it moves them by score; how long a memory lasts is "
+          "its importance. Rarely needed"),
+]
 
 Content = Annotated[
     str,
@@ -438,27 +455,39 @@ def _add_tools(app: _Server, rt: _Runtime) -> None:
     @_tool(app, rt, "remember", "Remember", _annotations(read_only=False))
     async def remember(
         content: Content,
-        importance: Importance = 0.5,
-        memory_type: Tier = "episodic",
-        tags: Tags = [],  # noqa: B006 - the SDK validates a fresh value for every call
-        linked_entities: Entities = [],  # noqa: B006
-        metadata: Metadata = {},  # noqa: B006
+        importance: Annotated[
+            Importance | None,
+            Field(description="0.9-1.0 rules/preferences never to lose; 0.6-0.8 decisions "
+                  "and facts; 0.3-0.5 routine events. Omitted: 0.5, or the importance of "
+                  "the memory it supersedes"),
+        ] = None,
+        memory_type: StartTier = None,
+        tags: Annotated[Tags | None, Field(
+            description="Short topic labels, e.g. ['db']. Omitted on a correction: the "
+            "superseded memory's")] = None,
+        linked_entities: Annotated[Entities | None, Field(
+            description="Files, modules, services or people this is about, e.g. "
+            "['pma_mcp/db.py']. Omitted on a correction: the superseded memory's")] = None,
+        metadata: Metadata = {},  # noqa: B006 - the SDK validates a fresh value for every call
         session_id: SessionId = None,
         namespace: Namespace = None,
         supersedes: Supersedes = None,
+        kind: KindArg = None,
     ) -> StoredMemory:
         """Use when a decision is made, a fact is learned, the user states a preference or
         rule, or work reaches a result worth knowing in a later session. Stores one memory
         in this project's namespace (namespace="default" for rules that apply everywhere).
-        Choose importance deliberately; memory_type "semantic" for lasting facts and rules,
-        "episodic" for what happened, "working" for notes only this task needs. Storing the
-        same text again reinforces the existing memory (deduplicated=true). To correct a
-        memory pass supersedes=<its id>: the old one stops being recalled.
+        Give its kind (what it is) and choose importance deliberately: importance is what
+        makes a memory last. Storing the same text again reinforces the existing memory
+        (deduplicated=true). The answer's similar lists stored memories of the same kind
+        this one likely repeats or contradicts. To correct a memory pass supersedes=<its
+        id>: the old one stops being recalled, and the correction keeps its kind,
+        importance, tags and entities unless given.
         """
         added = await rt.service.add(
             content, importance=importance, memory_type=memory_type, tags=tags,
             linked_entities=linked_entities, metadata=metadata, session_id=session_id,
-            namespace=namespace, supersedes=supersedes,
+            namespace=namespace, supersedes=supersedes, kind=kind,
         )
         return StoredMemory.of(added)
 
@@ -468,7 +497,8 @@ def _add_tools(app: _Server, rt: _Runtime) -> None:
         limit: Annotated[
             int, Field(ge=1, le=MAX_LIMIT, strict=True, description="How many results")
         ] = 5,
-        memory_type: Annotated[Tier | None, Field(description="Only this tier")] = None,
+        memory_type: Annotated[Tier | None, Field(
+            description="Only this tier (where the collector keeps it); rarely needed")] = None,
         tags: Annotated[
             list[Label] | None,
             Field(max_length=MAX_LABELS, description="Only memories with any of these tags"),
@@ -479,16 +509,19 @@ def _add_tools(app: _Server, rt: _Runtime) -> None:
                          description="Drop results scoring below this")
         ] = 0.0,
         include_global: IncludeGlobal = True,
+        kind: Annotated[Kind | None, Field(
+            description="Only memories of this kind (fact, decision, preference, event, "
+            "note)")] = None,
     ) -> RecallResult:
         """Use before answering anything about earlier work, past decisions, or the user's
         preferences and conventions. Returns the memories that best match query, ranked by a
         composite of relevance, importance, recency and use, each with its score breakdown.
         Searches this project's namespace and the global one; an empty query ranks by score
-        alone. Narrow with memory_type or tags.
+        alone. Narrow with kind (e.g. only decisions) or tags.
         """
         found = await rt.service.search(
             query, namespace=namespace, memory_type=memory_type, tags=tags, limit=limit,
-            min_score=min_score, include_global=include_global,
+            min_score=min_score, include_global=include_global, kind=kind,
         )
         return RecallResult.of(found)
 
@@ -509,23 +542,26 @@ def _add_tools(app: _Server, rt: _Runtime) -> None:
         content: Annotated[Content | None, Field(description="New text (replaces the old)")]
         = None,
         importance: Annotated[Importance | None, Field(description="New importance")] = None,
-        memory_type: Annotated[Tier | None, Field(description="Move to this tier")] = None,
+        memory_type: Annotated[Tier | None, Field(
+            description="Move to this tier (the collector may move it again)")] = None,
         tags: Annotated[Tags | None, Field(description="New tags (replace the old)")] = None,
         linked_entities: Annotated[
             Entities | None, Field(description="New linked entities (replace the old)")
         ] = None,
         metadata: Annotated[Metadata | None, Field(description="New metadata (replaces)")]
         = None,
+        kind: Annotated[Kind | None, Field(description="What it is, if it was labelled "
+                                           "wrongly")] = None,
     ) -> UpdatedOut:
         """Use when a stored memory needs a small fix that keeps it the same memory: a typo,
-        a sharper wording, a better importance, tier, tags or entities. Edits it in place
+        a sharper wording, a better importance, kind, tags or entities. Edits it in place
         (same id, access history kept; the change is recorded in lineage); give only the
         fields to change. For a memory that became wrong, remember the correction with
         supersedes instead, so the old statement stays on record.
         """
         done = await rt.service.update(
             memory_id, content=content, importance=importance, memory_type=memory_type,
-            tags=tags, linked_entities=linked_entities, metadata=metadata,
+            tags=tags, linked_entities=linked_entities, metadata=metadata, kind=kind,
         )
         return UpdatedOut.of(done)
 
@@ -560,9 +596,10 @@ def _add_tools(app: _Server, rt: _Runtime) -> None:
         ] = None,
     ) -> InspectOut:
         """Use to understand why a memory ranks where it does, or what the garbage collector
-        will do to it. Returns the memory, its score breakdown (relevance only if query is
-        given), the next gc_run's action and reason, the tier it would move to, and its
-        lineage (created, accessed, promoted, merged, superseded ...).
+        will do to it. Returns the memory (its kind: what it is; its tier: where the
+        collector keeps it now), its score breakdown (relevance only if query is given), the
+        next gc_run's action and reason, the tier it would move to, and its lineage
+        (created, accessed, promoted, merged, superseded ...).
         """
         return InspectOut.model_validate(await rt.service.inspect(memory_id, query=query))
 

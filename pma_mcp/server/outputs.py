@@ -24,6 +24,7 @@ from pma_mcp.core.models import (
     GCPreview,
     GCResult,
     LineageEventKind,
+    MemoryKind,
     MemoryType,
     ScoredMemory,
     UpdateResult,
@@ -59,7 +60,10 @@ class MemoryOut(_Out):
     id: str = Field(description="Full id; forget/inspect also accept a unique prefix of 6+ chars")
     namespace: str
     content: str
-    memory_type: MemoryType
+    kind: MemoryKind = Field(description="What it is (fact, decision, preference, event, "
+                             "note): chosen when stored, never changed by the collector")
+    memory_type: MemoryType = Field(description="Its tier: where the collector keeps it now "
+                                    "(working, episodic, semantic, archived)")
     importance: float
     tags: list[str]
     linked_entities: list[str]
@@ -76,12 +80,24 @@ class MemoryOut(_Out):
 
 
 
+class SimilarOut(_Out):
+    """A stored memory a new one likely repeats or contradicts."""
+
+    id: str
+    preview: str = Field(description="Its text on one line, cut at 100 characters")
+    shared: list[str] = Field(description="Linked entities both memories carry")
+    overlap: float = Field(description="Share of the shorter memory's words the other has")
+
+
 class StoredMemory(_Out):
     """What `remember` stored (the content is not echoed back)."""
 
     id: str
     namespace: str
-    memory_type: MemoryType
+    kind: MemoryKind = Field(description="What it is (fact, decision, preference, event, "
+                             "note): chosen when stored, never changed by the collector")
+    memory_type: MemoryType = Field(description="Its tier: where the collector keeps it now "
+                                    "(working, episodic, semantic, archived)")
     importance: float
     tags: list[str]
     linked_entities: list[str]
@@ -94,10 +110,15 @@ class StoredMemory(_Out):
         description="True if the same content was already stored here; that memory was "
         "reinforced instead of adding a copy"
     )
+    similar: list[SimilarOut] = Field(
+        description="Stored memories of the same kind this one most likely repeats or "
+        "contradicts (shared linked entities, most words in common), best first: supersede "
+        "or update one of them if it is now wrong or said twice. Empty when none")
 
     @classmethod
     def of(cls, r: AddResult) -> StoredMemory:
-        return cls.model_validate({**_fields(r.memory), "deduplicated": r.deduplicated})
+        return cls.model_validate({**_fields(r.memory), "deduplicated": r.deduplicated,
+                                   "similar": [_fields(s) for s in r.similar]})
 
 
 class RecalledMemory(_Out):
@@ -107,7 +128,10 @@ class RecalledMemory(_Out):
     content: str
     metadata: dict[str, Any]
     namespace: str
-    memory_type: MemoryType
+    kind: MemoryKind = Field(description="What it is (fact, decision, preference, event, "
+                             "note): chosen when stored, never changed by the collector")
+    memory_type: MemoryType = Field(description="Its tier: where the collector keeps it now "
+                                    "(working, episodic, semantic, archived)")
     importance: float
     tags: list[str]
     linked_entities: list[str]
@@ -291,7 +315,7 @@ def context_text(
                  else f" · {_scope_label(m.namespace, global_namespace)}")
         tags = f" · tags: {', '.join(m.tags)}" if m.tags else ""
         label = (
-            f"[{m.id[:8]} · {m.memory_type.value} · importance {m.importance:.2f} · "
+            f"[{m.id[:8]} · {m.kind.value} · importance {m.importance:.2f} · "
             f"{m.created_at:%Y-%m-%d}{where} · by {m.shown_author}{tags}]"
         )
         body = m.content.strip().replace("\n", "\n  ")

@@ -76,12 +76,14 @@ class Context:
         return (own,)
 
     def scope(
-        self, namespace: str | None, include_global: bool, memory_type: object, tags: object
+        self, namespace: str | None, include_global: bool, memory_type: object, tags: object,
+        kind: object = None,
     ) -> Scope:
         return Scope(
             namespaces=self.visible(namespace, include_global),
             memory_type=None if memory_type is None else validation.memory_type(memory_type),
             tags=tuple(validation.labels("tags", tags)),
+            kind=None if kind is None else validation.kind(kind),
         )
 
     async def resolve(

@@ -9,10 +9,12 @@ matching.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
-from pma_mcp.core import editing, validation
+from pma_mcp.core import editing, kinds, similar, validation
 from pma_mcp.core.errors import NotFoundError
 from pma_mcp.core.models import (
     AddResult,
@@ -20,6 +22,8 @@ from pma_mcp.core.models import (
     Memory,
     MemoryType,
     Related,
+    Scope,
+    Similar,
     UpdateResult,
     content_hash,
 )
@@ -28,6 +32,10 @@ from pma_mcp.service.context import Context
 
 PREVIEW_CHARS = 120
 MAX_NEIGHBOURS = 50
+SIMILAR_POOL = 20
+"""Candidates read per source when looking for what a new memory repeats or contradicts."""
+SIMILAR_ENTITIES = 4
+"""Linked entities of a new memory whose other memories are read as candidates."""
 
 
 class Memories:
@@ -38,36 +46,69 @@ class Memories:
         self,
         content: object,
         *,
-        importance: object = 0.5,
-        memory_type: object = MemoryType.EPISODIC,
+        importance: object = None,
+        memory_type: object = None,
         tags: object = None,
         linked_entities: object = None,
         metadata: object = None,
         session_id: object = None,
         namespace: str | None = None,
         supersedes: object = None,
+        kind: object = None,
     ) -> AddResult:
-        """Store a memory; an exact duplicate in the namespace is reinforced instead."""
+        """Store a memory; an exact duplicate in the namespace is reinforced instead.
+
+        None means not given: a correction (`supersedes`) then keeps the kind, importance,
+        tags and linked entities of the memory it corrects; otherwise importance is 0.5, the
+        tier episodic and the kind inferred (core/kinds.py). The tier is only where the
+        memory starts: the collector moves it. The answer lists the memories this one most
+        likely repeats or contradicts (core/similar.py), except for an exchange a hook saved.
+        """
         ctx = self._ctx
-        new = ctx.intake.write(validation.new_memory(
+        given = ctx.intake.write(validation.new_memory(
             content=content,
             namespace_=ctx.own(namespace),
-            importance_=importance,
-            memory_type_=memory_type,
+            importance_=0.5 if importance is None else importance,
+            memory_type_=MemoryType.EPISODIC if memory_type is None else memory_type,
             tags=tags,
             linked_entities=linked_entities,
             metadata_=metadata,
             session_id=session_id,
             supersedes=supersedes,
             author_=ctx.settings.author,
+            kind_=kind,
         ))
         old = None
-        if new.supersedes is not None:
-            old = await ctx.resolve(new.supersedes, ctx.visible(new.namespace), "supersedes")
+        new = given
+        if given.supersedes is not None:
+            old = await ctx.resolve(given.supersedes, ctx.visible(given.namespace), "supersedes")
+            new = dataclasses.replace(
+                given,
+                kind=old.kind if kind is None else given.kind,
+                importance=old.importance if importance is None else given.importance,
+                tags=list(old.tags) if tags is None else given.tags,
+                linked_entities=(list(old.linked_entities) if linked_entities is None
+                                 else given.linked_entities),
+            )
         memory = ctx.memory(new, _new_id(), ctx.clock())
         reason = f"supersedes {old.id}" if old is not None else "stored"
         stored, dedup = await ctx.store.insert(memory, supersedes=old, reason=reason)
-        return AddResult(memory=stored, deduplicated=dedup)
+        found: list[Similar] = []
+        if not dedup and not kinds.hook_saved(stored.tags, stored.metadata):
+            found = await self._similar(stored, () if old is None else (old.id,))
+        return AddResult(memory=stored, deduplicated=dedup, similar=found)
+
+    async def _similar(self, memory: Memory, skip: Sequence[str]) -> list[Similar]:
+        """core.similar over a bounded read: the best lexical matches of the same kind in the
+        memory's namespace, and the memories sharing its first linked entities."""
+        store = self._ctx.store
+        scope = Scope(namespaces=(memory.namespace,), kind=memory.kind)
+        pool = await store.lexical_candidates(memory.content, scope, SIMILAR_POOL)
+        loaded = await store.memories_by_seq([c.seq for c in pool])
+        candidates = list(loaded.values())
+        for entity in memory.linked_entities[:SIMILAR_ENTITIES]:
+            candidates += await store.labelled(entity, (memory.namespace,), SIMILAR_POOL)
+        return similar.similar(memory, candidates, skip)
 
     async def update(
         self,
@@ -80,6 +121,7 @@ class Memories:
         linked_entities: object = None,
         metadata: object = None,
         namespace: str | None = None,
+        kind: object = None,
     ) -> UpdateResult:
         """Edit a memory in place (same id), validated and cleaned as `add` is; None =
         unchanged. An edit is often made to take a secret out; it must not be the way one
@@ -91,7 +133,7 @@ class Memories:
         ctx = self._ctx
         edit = ctx.intake.write(validation.memory_edit(
             content=content, importance_=importance, memory_type_=memory_type, tags=tags,
-            linked_entities=linked_entities, metadata_=metadata,
+            linked_entities=linked_entities, metadata_=metadata, kind_=kind,
         ))
         memory = await ctx.resolve(memory_id, ctx.visible(namespace))
         new = editing.applied(memory, edit, count_tokens=ctx.counter.count,

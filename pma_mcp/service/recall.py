@@ -39,11 +39,12 @@ class Recall:
         min_score: object = 0.0,
         include_global: bool = True,
         touch: bool = True,
+        kind: object = None,
     ) -> list[ScoredMemory]:
         """Ranked memories for `query` (None or "" → by composite score alone)."""
         ctx = self._ctx
         return await retrieval.search(
-            ctx.store, _query(query), ctx.scope(namespace, include_global, memory_type, tags),
+            ctx.store, _query(query), ctx.scope(namespace, include_global, memory_type, tags, kind),
             limit=bounded_int("limit", limit, 1, MAX_LIMIT),
             min_score=unit("min_score", min_score),
             now=ctx.clock(), weights=ctx.settings.weights, touch=touch,

@@ -131,6 +131,7 @@ class Transfer:
             memory_type_=item.memory_type, tags=list(item.tags),
             linked_entities=list(item.linked_entities), metadata_=item.metadata,
             session_id=item.session_id, author_=item.author or ctx.settings.author,
+            kind_=item.kind,
         )
         created = now if item.created_at is None else min(item.created_at, now)
         key = content_hash(f"import\0{new.namespace}\0{item.key}")

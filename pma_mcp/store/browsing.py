@@ -66,6 +66,9 @@ class Browsing:
         if where.memory_type is not None:
             parts.append("m.memory_type = ?")
             params.append(where.memory_type.value)
+        if where.kind is not None:
+            parts.append("m.kind = ?")
+            params.append(where.kind.value)
         for kind, value in (("tag", where.tag), ("entity", where.entity)):
             if value:
                 parts.append("EXISTS (SELECT 1 FROM memory_labels l WHERE l.seq = m.seq "

@@ -15,6 +15,7 @@ from pma_mcp.core.models import (
     GCFacts,
     LineageEvent,
     Memory,
+    MemoryKind,
     MemoryType,
     Scope,
     TierFacts,
@@ -29,13 +30,13 @@ from pma_mcp.store.seam import Row
 COLUMNS = (
     "seq, id, namespace, content, memory_type, importance, tags, linked_entities, token_count, "
     "access_count, created_at, accessed_at, metadata, session_id, content_hash, superseded_by, "
-    "author"
+    "author, kind"
 )
 M_COLUMNS = ", ".join(f"m.{c.strip()}" for c in COLUMNS.split(","))
 SELECT = f"SELECT {COLUMNS} FROM memories m"
 """Every column a Memory is made of, over alias m; add WHERE …."""
 INSERT = (f"INSERT INTO memories ({COLUMNS.split(', ', 1)[1]}, speaker) "
-          f"VALUES ({', '.join('?' * 17)}) RETURNING seq")
+          f"VALUES ({', '.join('?' * 18)}) RETURNING seq")
 
 TIER_COLUMNS = ("seq, memory_type, importance, token_count, access_count, created_at, "
                 "accessed_at, superseded_by")
@@ -46,6 +47,7 @@ TIER_IMPORTANCE = 2
 TIER_ACCESSED = 6
 TIER_SUPERSEDED = 7
 _TIERS = {t.value: t for t in MemoryType}  # a dict look-up: MemoryType(value) costs 0.3 µs
+_KINDS = {k.value: k for k in MemoryKind}
 
 DOCUMENT = "m.terms, m.label_terms, m.context_terms, m.doc_len"
 CANDIDATE = f"m.seq, m.importance, m.created_at, m.access_count, m.speaker, {DOCUMENT}"
@@ -78,7 +80,7 @@ def memory(row: Row) -> Memory:
         linked_entities=json_list(row[7]), token_count=row[8], access_count=row[9],
         created_at=to_datetime(row[10]), accessed_at=to_datetime(row[11]),
         metadata={} if row[12] == "{}" else json.loads(row[12]), session_id=row[13],
-        content_hash=row[14], superseded_by=row[15], author=row[16],
+        content_hash=row[14], superseded_by=row[15], author=row[16], kind=_KINDS[row[17]],
     )
 
 
@@ -89,7 +91,8 @@ def row_of(m: Memory) -> tuple[Any, ...]:
     return (m.id, m.namespace, m.content, m.memory_type.value, m.importance,
             json.dumps(m.tags), json.dumps(m.linked_entities), m.token_count, m.access_count,
             m.created_at.timestamp(), m.accessed_at.timestamp(), json.dumps(m.metadata),
-            m.session_id, m.content_hash, m.superseded_by, m.author, speaker_of(m.content))
+            m.session_id, m.content_hash, m.superseded_by, m.author, m.kind.value,
+            speaker_of(m.content))
 
 
 def tier_facts(row: Row) -> TierFacts:
@@ -136,7 +139,8 @@ def json_list(text: str) -> list[str]:
 
 def editable(m: Memory) -> tuple[object, ...]:
     """What an edit may change: equal tuples mean nobody changed the memory meanwhile."""
-    return (m.content, m.importance, m.memory_type, m.tags, m.linked_entities, m.metadata)
+    return (m.content, m.importance, m.memory_type, m.tags, m.linked_entities, m.metadata,
+            m.kind)
 
 
 def labels_text(tags: Iterable[str], entities: Iterable[str]) -> str:
@@ -145,7 +149,8 @@ def labels_text(tags: Iterable[str], entities: Iterable[str]) -> str:
 
 
 def scope_where(scope: Scope) -> tuple[str, list[Any]]:
-    """WHERE fragment (over alias m) for namespace → memory_type → tags, in that order."""
+    """WHERE fragment (over alias m) for namespace → memory_type → kind → tags, in that
+    order."""
     if not scope.namespaces:
         raise ValueError("a scope needs at least one namespace")
     parts = ["m.namespace IN ?"]
@@ -153,6 +158,9 @@ def scope_where(scope: Scope) -> tuple[str, list[Any]]:
     if scope.memory_type is not None:
         parts.append("m.memory_type = ?")
         params.append(scope.memory_type.value)
+    if scope.kind is not None:
+        parts.append("m.kind = ?")
+        params.append(scope.kind.value)
     if scope.memory_type != MemoryType.ARCHIVED:  # corrected memories only when asked for
         parts.append("m.superseded_by IS NULL")
     if scope.tags:

@@ -10,8 +10,9 @@ import json
 import math
 from collections.abc import Callable, Sequence
 
+from pma_mcp.core import kinds
 from pma_mcp.core.errors import ConflictError, InvalidInputError, NotFoundError, StorageError
-from pma_mcp.core.models import GCDecision, Memory, MemoryType
+from pma_mcp.core.models import GCDecision, Memory, MemoryKind, MemoryType
 from pma_mcp.core.namespaces import uncanonical_namespaces
 from pma_mcp.core.text import bm25
 from pma_mcp.core.text.lexicon import speaker_of
@@ -57,6 +58,8 @@ async def insert(
     now = memory.created_at.timestamp()
     row = await tx.fetchrow(f"{rows.SELECT} WHERE namespace = ? AND content_hash = ?",
                             memory.namespace, memory.content_hash)
+    if supersedes is not None:
+        await _unforked(tx, supersedes, None if row is None else rows.memory(row))
     if row is None:
         seq = await insert_row(tx, w.count_terms, memory, reason or "stored")
         if supersedes is not None:
@@ -143,10 +146,10 @@ async def edit(w: Work, old: Memory, new: Memory, now: float, reason: str) -> Me
     before = await tx.fetchval("SELECT terms FROM memories WHERE seq = ?", old.seq)
     await tx.execute(
         "UPDATE memories SET content = ?, content_hash = ?, token_count = ?, speaker = ?, "
-        "importance = ?, memory_type = ?, tags = ?, linked_entities = ?, metadata = ? "
+        "importance = ?, memory_type = ?, tags = ?, linked_entities = ?, metadata = ?, kind = ? "
         "WHERE seq = ?", new.content, new.content_hash, new.token_count,
         speaker_of(new.content), new.importance, new.memory_type.value, json.dumps(new.tags),
-        json.dumps(new.linked_entities), json.dumps(new.metadata), old.seq)
+        json.dumps(new.linked_entities), json.dumps(new.metadata), new.kind.value, old.seq)
     await tx.execute("DELETE FROM memory_labels WHERE seq = ?", old.seq)
     await upkeep.write_labels(tx, old.seq, new.tags, new.linked_entities)
     labels = rows.labels_text(new.tags, new.linked_entities)
@@ -188,6 +191,32 @@ async def delete(
     await upkeep.lineage(tx, memory.id, memory.namespace, "deleted", now,
                          from_tier=memory.memory_type, score=score, reason=reason)
     return True
+
+
+MAX_CHAIN = 1_000
+"""Most corrections followed to name the newest one (a chain is a list; a loop would be a
+damaged store, and this bound keeps it from hanging a write)."""
+
+
+async def _unforked(tx: Tx, old: Memory, duplicate: Memory | None) -> None:
+    """Refuse to supersede a memory that was already corrected: the second correction would
+    fork the chain (two current memories both replacing it). The error names the current
+    newest memory, the one to supersede instead. Repeating the same correction (its text is
+    the `duplicate` that supersedes `old` and is still current) is no fork."""
+    newer = await tx.fetchval("SELECT superseded_by FROM memories WHERE seq = ?", old.seq)
+    if newer is None or (duplicate is not None and newer == duplicate.id
+                         and duplicate.superseded_by is None):
+        return
+    newest, seen = str(newer), {old.id}
+    while newest not in seen and len(seen) < MAX_CHAIN:
+        seen.add(newest)
+        after = await tx.fetchval("SELECT superseded_by FROM memories WHERE id = ?", newest)
+        if after is None:
+            break
+        newest = str(after)
+    raise ConflictError(
+        f"memory {old.id} was already superseded by {newer}; the current memory of that "
+        f"chain is {newest}: pass supersedes={newest} to correct it (nothing was stored)")
 
 
 async def supersede(w: Work, old: Memory, new_id: str, now: float) -> None:
@@ -290,3 +319,27 @@ async def fold_spellings(w: Work, now: float) -> None:
     found = [str(r[0]) for r in await w.tx.fetch("SELECT DISTINCT namespace FROM memories")]
     for old, new in uncanonical_namespaces(sorted(found)).items():
         await move_namespace(w, old, new, now)
+
+
+KIND_PAGE = 2_000
+
+
+async def infer_kinds(tx: Tx) -> None:
+    """Give every stored memory the kind core.kinds infers (a hook-saved exchange is an
+    event): the one-time migration step that introduced kinds, on every backend. A page of
+    rows at a time; memories the rules leave a note keep the column's default."""
+    after = 0
+    while page := await tx.fetch(
+        "SELECT seq, content, tags, metadata, memory_type FROM memories WHERE seq > ? "
+        "ORDER BY seq LIMIT ?", after, KIND_PAGE,
+    ):
+        found = []
+        for seq, content, tags, metadata, tier in page:
+            meta = {} if metadata == "{}" else json.loads(metadata)
+            kind = kinds.infer(content, rows.json_list(tags),
+                               meta if isinstance(meta, dict) else {}, MemoryType(tier))
+            if kind is not MemoryKind.NOTE:
+                found.append((kind.value, int(seq)))
+        if found:
+            await tx.executemany("UPDATE memories SET kind = ? WHERE seq = ?", found)
+        after = int(page[-1][0])

@@ -21,6 +21,7 @@ from pma_mcp.core.models import (
     InspectResult,
     LineageEvent,
     Memory,
+    MemoryKind,
     MemoryType,
     Overview,
     Page,
@@ -164,10 +165,14 @@ def when_day(epoch: float) -> str:
 # --------------------------------------------------------------------- memories
 
 
+def _options(chosen: str | None, values: Iterable[str]) -> str:
+    return "".join(f'<option{" selected" if chosen == v else ""}>{e(v)}</option>'
+                   for v in values)
+
+
 def filter_form(namespace: str, values: Mapping[str, str]) -> str:
-    tiers = "".join(
-        f'<option{" selected" if values.get("tier") == t.value else ""}>{e(t.value)}</option>'
-        for t in MemoryType)
+    tiers = _options(values.get("tier"), (t.value for t in MemoryType))
+    kinds = _options(values.get("kind"), (k.value for k in MemoryKind))
     fields = "".join(
         f'<label>{label} <input name={name} type={kind} value="{e(values.get(name, ""))}">'
         "</label>"
@@ -178,7 +183,10 @@ def filter_form(namespace: str, values: Mapping[str, str]) -> str:
         '<form method=get action="/memories"><fieldset>'
         f'<input type=hidden name=ns value="{e(namespace)}">'
         f'<label>search <input name=q type=search size=40 value="{e(values.get("q", ""))}">'
-        f'</label><label>tier <select name=tier><option value="">any</option>{tiers}'
+        f'</label><label title="what a memory is">kind <select name=kind>'
+        f'<option value="">any</option>{kinds}</select></label>'
+        f'<label title="where the collector keeps it now">tier <select name=tier>'
+        f'<option value="">any</option>{tiers}'
         f"</select></label>{fields}<button>apply</button></fieldset></form>"
     )
 
@@ -190,7 +198,7 @@ def memory_list(namespace: str, namespaces: Sequence[str], page: Page,
     if page.next_before is not None:
         older = url("/memories", ns=namespace, before=page.next_before, **values)
         more = f'<p><a rel=next href="{e(older)}">Older →</a></p>'
-    table = (f"<table><tr><th>id</th><th>tier</th><th>imp.</th><th>created</th>"
+    table = (f"<table><tr><th>id</th><th>kind</th><th>tier</th><th>imp.</th><th>created</th>"
              f"<th>tags</th><th>content</th></tr>{rows}</table>" if rows
              else "<p class=muted>No memories match.</p>")
     return layout(f"Memories of {namespace}", filter_form(namespace, values) + table + more,
@@ -199,7 +207,8 @@ def memory_list(namespace: str, namespaces: Sequence[str], page: Page,
 
 def _row(m: Memory) -> str:
     return (f'<tr><td><a href="{e(url("/memory/" + m.id, ns=m.namespace))}">'
-            f"<code>{e(m.id[:10])}</code></a></td><td class=tier>{e(m.memory_type.value)}</td>"
+            f"<code>{e(m.id[:10])}</code></a></td><td class=kind>{e(m.kind.value)}</td>"
+            f"<td class=tier>{e(m.memory_type.value)}</td>"
             f"<td>{m.importance:.2f}</td><td>{e(when(m.created_at))}</td>"
             f"<td>{e(', '.join(m.tags))}</td>"
             f"<td class=text>{e(preview(m.content, PREVIEW_CHARS))}</td></tr>")
@@ -210,14 +219,16 @@ def search_results(namespace: str, namespaces: Sequence[str], results: Sequence[
     rows = "".join(
         f'<tr><td>{i}</td><td><a href="{e(_scored_link(r, values))}">'
         f"<code>{e(r.memory.id[:10])}</code></a></td><td>{parts_bar(r, weights)}</td>"
+        f"<td class=kind>{e(r.memory.kind.value)}</td>"
         f"<td class=tier>{e(r.memory.memory_type.value)}</td>"
         f"<td class=text>{e(preview(r.memory.content, PREVIEW_CHARS))}</td></tr>"
         for i, r in enumerate(results, 1))
     table = (f"{legend(weights)}<table><tr><th>#</th><th>id</th><th>composite = its four "
-             f"weighted parts</th><th>tier</th><th>content</th></tr>{rows}</table>"
+             f"weighted parts</th><th>kind</th><th>tier</th><th>content</th></tr>{rows}"
+             "</table>"
              if rows else "<p class=muted>Nothing matched.</p>")
     ignored = [k for k in ("entity", "source", "since", "until") if values.get(k)]
-    note = (f"<p class=muted>Search narrows by tier and tag; {e(', '.join(ignored))} "
+    note = (f"<p class=muted>Search narrows by kind, tier and tag; {e(', '.join(ignored))} "
             "filter the list only (clear the search to use them).</p>" if ignored else "")
     return layout(f"Search in {namespace}", filter_form(namespace, values) + note + table,
                   namespace, namespaces)
@@ -271,8 +282,13 @@ def memory_page(result: InspectResult, weights: Weights, csrf: str,
     meta = json.dumps(m.metadata, indent=2, ensure_ascii=False, sort_keys=True)
     fields = "".join(f"<tr><th>{e(k)}</th><td>{v}</td></tr>" for k, v in (
         ("id", f"<code>{e(m.id)}</code>"), ("namespace", e(m.namespace)),
-        ("author", e(m.shown_author)), ("tier", e(m.memory_type.value)),
-        ("importance", f"{m.importance:.2f}"),
+        ("author", e(m.shown_author)),
+        ("kind", f'{e(m.kind.value)} <span class=muted>what it is; the collector never '
+                 "changes it</span>"),
+        ("tier", f'{e(m.memory_type.value)} <span class=muted>where the collector keeps it '
+                 "now</span>"),
+        ("importance", f'{m.importance:.2f} <span class=muted>what makes it last: an '
+                       "important memory is never demoted for age alone</span>"),
         ("tags", e(", ".join(m.tags)) or "–"),
         ("linked entities", e(", ".join(m.linked_entities)) or "–"),
         ("tokens", f"{m.token_count:,}"), ("accesses", f"{m.access_count:,}"),
@@ -284,7 +300,8 @@ def memory_page(result: InspectResult, weights: Weights, csrf: str,
     target = m.memory_type.value if result.predicted_tier is None else (
         result.predicted_tier.value)
     gc = (f"<p>Next GC: <b>{e(result.gc_action)}</b>"
-          + (f" → {e(target)}" if result.gc_action not in ("keep", "delete", "merge") else "")
+          + (f" to the {e(target)} tier" if result.gc_action not in ("keep", "delete", "merge")
+             else "")
           + f"<br><span class=muted>{e(result.gc_reason)}</span></p>")
     body = (
         f'<pre class="content" id="content">{e(m.content)}</pre>'
@@ -327,21 +344,22 @@ def _form(action: str, csrf: str, inner: str, button: str, *, cls: str = "") -> 
 def _actions(m: Memory, csrf: str) -> str:
     base = f"/memory/{m.id}"
     ns = f'<input type=hidden name=ns value="{e(m.namespace)}">'
-    tiers = "".join(
-        f'<option{" selected" if t == m.memory_type else ""}>{e(t.value)}</option>'
-        for t in MemoryType)
+    tiers = _options(m.memory_type.value, (t.value for t in MemoryType))
+    kinds = _options(m.kind.value, (k.value for k in MemoryKind))
     edit = _form(base + "/edit", csrf, (
         f"<fieldset><legend>Edit in place</legend>{ns}"
         f'<textarea name=content aria-label=content>{e(m.content)}</textarea>'
         f'<label>importance <input name=importance type=number min=0 max=1 step=0.01 '
         f'value="{m.importance:g}"></label>'
+        f"<label>kind <select name=kind>{kinds}</select></label>"
         f"<label>tier <select name=memory_type>{tiers}</select></label>"
         f'<label>tags <input name=tags value="{e(", ".join(m.tags))}"></label>'
         f'<label>entities <input name=linked_entities '
         f'value="{e(", ".join(m.linked_entities))}"></label>'), "save edit")
     pin = _form(base + "/pin", csrf, ns, "pin (importance 1.0)", cls="inline")
     supersede = _form(base + "/supersede", csrf, (
-        f"<fieldset><legend>Supersede with a correction</legend>{ns}"
+        f"<fieldset><legend>Supersede with a correction (it keeps this memory's kind, "
+        f"importance, tags and entities)</legend>{ns}"
         '<textarea name=content aria-label="correction"></textarea>'), "store correction")
     forget = (f'<a href="{e(url(base + "/forget", ns=m.namespace))}">forget…</a>')
     return f"{edit}</fieldset>{pin} {forget}{supersede}</fieldset>"

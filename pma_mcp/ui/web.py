@@ -42,7 +42,7 @@ MAX_RESULTS = 50
 GC_WINDOWS = (200, 1_000, 5_000)
 """How many memories one GC pass of the page plans and applies (the first is the default:
 the hooks' share; larger passes see more near-duplicates and cost more)."""
-FILTERS = ("q", "tier", "tag", "entity", "source", "since", "until")
+FILTERS = ("q", "kind", "tier", "tag", "entity", "source", "since", "until")
 
 Handler = Callable[[Request, MemoryService], Awaitable[Response]]
 
@@ -168,9 +168,10 @@ class _Views:
         values = {k: v for k, v in values.items() if v}
         names = await service.namespaces()
         tier = values.get("tier") or None
+        kind = values.get("kind") or None
         if values.get("q"):
             results = await service.search(
-                values["q"], namespace=ns, memory_type=tier,
+                values["q"], namespace=ns, memory_type=tier, kind=kind,
                 tags=[values["tag"]] if values.get("tag") else None, limit=MAX_RESULTS,
                 include_global=False, touch=False,
             )
@@ -181,6 +182,7 @@ class _Views:
         where = Browse(
             namespace=ns,
             memory_type=None if tier is None else _tier(tier),
+            kind=None if kind is None else validation.kind(kind),
             tag=values.get("tag"), entity=values.get("entity"), source=values.get("source"),
             since=since, until=None if until is None else until + 86_400,
         )
@@ -222,6 +224,7 @@ class _Views:
             importance=_number("importance", form["importance"]) if form.get(
                 "importance") else None,
             memory_type=form.get("memory_type") or None,
+            kind=form.get("kind") or None,
             tags=_labels(form["tags"]) if "tags" in form else None,
             linked_entities=_labels(form["linked_entities"]) if "linked_entities" in form
             else None,
@@ -238,10 +241,8 @@ class _Views:
         form = await _form(request)
         ns = self._ns(request, form)
         old = await service.get(request.path_params["id"], namespace=ns)
-        added = await service.add(
-            form.get("content", "").replace("\r\n", "\n"), importance=old.importance,
-            memory_type=old.memory_type if old.superseded_by is None else "episodic",
-            tags=old.tags, linked_entities=old.linked_entities, namespace=old.namespace,
+        added = await service.add(  # keeps the old memory's kind, importance and labels
+            form.get("content", "").replace("\r\n", "\n"), namespace=old.namespace,
             supersedes=old.id,
         )
         return _back(added.memory.id, ns, "superseded")

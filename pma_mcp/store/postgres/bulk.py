@@ -38,12 +38,12 @@ async def insert(
     rows = await w.conn.fetch(
         "INSERT INTO memories (id, namespace, content, memory_type, importance, tags, "
         "linked_entities, token_count, access_count, created_at, accessed_at, metadata, "
-        "session_id, content_hash, superseded_by, speaker, author) "
-        "SELECT id, ns, c, t, i, tg, le, tc, ac, ca, aa, md, s, h, sb, sp, au FROM unnest("
+        "session_id, content_hash, superseded_by, speaker, author, kind) "
+        "SELECT id, ns, c, t, i, tg, le, tc, ac, ca, aa, md, s, h, sb, sp, au, k FROM unnest("
         "$1::text[], $2::text[], $3::text[], $4::text[], $5::float8[], $6::text[], $7::text[], "
         "$8::int[], $9::int[], $10::float8[], $11::float8[], $12::text[], $13::text[], "
-        "$14::text[], $15::text[], $16::text[], $17::text[]) WITH ORDINALITY "
-        "AS b (id, ns, c, t, i, tg, le, tc, ac, ca, aa, md, s, h, sb, sp, au, n) ORDER BY n "
+        "$14::text[], $15::text[], $16::text[], $17::text[], $18::text[]) WITH ORDINALITY "
+        "AS b (id, ns, c, t, i, tg, le, tc, ac, ca, aa, md, s, h, sb, sp, au, k, n) ORDER BY n "
         "RETURNING seq, id",
         [m.id for m in memories], [m.namespace for m in memories],
         [m.content for m in memories], [m.memory_type.value for m in memories],
@@ -53,7 +53,7 @@ async def insert(
         [m.accessed_at.timestamp() for m in memories], [json.dumps(m.metadata) for m in memories],
         [m.session_id for m in memories], [m.content_hash for m in memories],
         [m.superseded_by for m in memories], [speaker_of(m.content) for m in memories],
-        [m.author for m in memories])
+        [m.author for m in memories], [m.kind.value for m in memories])
     seq_of = {str(r["id"]): int(r["seq"]) for r in rows}
     seqs = [seq_of[m.id] for m in memories]
     labels = [(s, kind, v) for s, m in zip(seqs, memories, strict=True)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
+from pma_mcp.core.models import MemoryKind
 from pma_mcp.core.text import analysis
 
 MIGRATION_LOCK = (0x504D41, 1)
@@ -74,6 +75,16 @@ async def _fold_spellings(conn: Connection) -> None:
     await work.flush()
     await tx.flush()
 
+
+async def _infer_kinds(conn: Connection) -> None:
+    """store.steps.infer_kinds in the migration's transaction."""
+    from pma_mcp.store import steps
+    from pma_mcp.store.postgres.backend import PgTx
+
+    await steps.infer_kinds(PgTx(conn))
+
+
+KIND_VALUES = ", ".join(f"'{k.value}'" for k in MemoryKind)
 
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
@@ -184,6 +195,14 @@ MIGRATIONS: tuple[Migration, ...] = (
         "namespaces stored under another spelling of a path folded into the canonical one",
         (),
         fill=_fold_spellings,
+    ),
+    Migration(
+        4,
+        "what each memory is (its kind), apart from the tier it sits in; older ones inferred",
+        (f"ALTER TABLE memories ADD COLUMN kind TEXT NOT NULL DEFAULT 'note' "
+         f"CHECK (kind IN ({KIND_VALUES}))",
+         "CREATE INDEX memories_kind ON memories (namespace, kind)"),
+        fill=_infer_kinds,
     ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version

@@ -25,13 +25,13 @@ def candidates_sql(
 
     Scores are summed over the postings alone (narrow rows: no spill to disk), then the
     scope's filter and the limit apply, and only the chosen memories' documents are read.
-    A scope of current memories in any tier, with no tag filter (recall's usual one) is
+    A scope of current memories in any tier and kind, with no tag filter (recall's usual one) is
     answered from the postings' `current` flag, without reading a memory per match.
     Columns: store.rows.CANDIDATE.
     """
     q = query.bm25_query
     terms = list(q.idf)
-    current_only = scope.memory_type is None and not scope.tags
+    current_only = scope.memory_type is None and scope.kind is None and not scope.tags
     w_content, w_labels, w_context = (f"{w}::float8" for w in relevance.COLUMN_WEIGHTS)
     frequency = (f"p.content_tf * {w_content} + p.label_tf * {w_labels} "
                  f"+ CASE WHEN q.everywhere THEN p.context_tf * {w_context} ELSE 0 END")

@@ -11,6 +11,7 @@ import time
 
 import aiosqlite
 
+from pma_mcp.core.models import MemoryKind
 from pma_mcp.core.text.analysis import TOKENIZER as FTS_TOKENIZER  # Porter over unicode61
 from pma_mcp.store import steps, upkeep
 from pma_mcp.store.sqlite import db
@@ -23,8 +24,14 @@ async def _fold_spellings(conn: aiosqlite.Connection) -> None:
     await steps.fold_spellings(work, time.time())
     await work.flush()
 
+async def _infer_kinds(conn: aiosqlite.Connection) -> None:
+    """steps.infer_kinds inside the migration's transaction."""
+    await steps.infer_kinds(SqliteTx(conn, getattr(conn, "database", db.MEMORY)))
+
 SPELLINGS_FOLDED = 14
 """The version whose step folds namespaces stored under another spelling of a path."""
+KIND_VALUES = ", ".join(f"'{k.value}'" for k in MemoryKind)
+"""The kinds a row may hold (a CHECK constraint: these values never change meaning)."""
 
 MIGRATIONS: tuple[db.Migration, ...] = (
     db.Migration(
@@ -258,6 +265,14 @@ MIGRATIONS: tuple[db.Migration, ...] = (
         "namespaces stored under another spelling of a path folded into the canonical one",
         (),
         fill=_fold_spellings,
+    ),
+    db.Migration(
+        15,
+        "what each memory is (its kind), apart from the tier it sits in; older ones inferred",
+        (f"ALTER TABLE memories ADD COLUMN kind TEXT NOT NULL DEFAULT 'note' "
+         f"CHECK (kind IN ({KIND_VALUES}))",
+         "CREATE INDEX memories_kind ON memories(namespace, kind)"),
+        fill=_infer_kinds,
     ),
 )
 SCHEMA_VERSION = MIGRATIONS[-1].version
