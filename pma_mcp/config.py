@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 from pma_mcp.core.errors import ConfigError
 from pma_mcp.core.namespaces import GLOBAL_NAMESPACE, canonical_namespace
@@ -209,6 +209,21 @@ def url_without_password(url: str) -> str:
         return urlunsplit((parts.scheme, f"{user}@{host}" if user else host, parts.path, "", ""))
     except ValueError:
         return "postgresql://(unparsable URL)"
+
+
+def url_passwords(url: str) -> list[str]:
+    """The password(s) `url` carries, raw and percent-decoded."""
+    found: list[str] = []
+    try:
+        parts = urlsplit(url)
+        userinfo, at, _ = parts.netloc.rpartition("@")
+        if at and ":" in userinfo:
+            found.append(userinfo.partition(":")[2])
+        found += [v for k, v in parse_qsl(parts.query, keep_blank_values=True)
+                  if k.lower() == "password"]
+    except ValueError:
+        pass
+    return [s for raw in found for s in {raw, unquote(raw)} if s]
 
 
 def database_url(env: Mapping[str, str]) -> str | None:

@@ -28,7 +28,7 @@ from typing import Any, NoReturn
 from pma_mcp import __version__
 from pma_mcp.admin import doctor
 from pma_mcp.commands import outfile, render
-from pma_mcp.config import Settings
+from pma_mcp.config import Settings, url_passwords
 from pma_mcp.core.errors import NotFoundError, PmaError
 from pma_mcp.core.export_format import dumps
 from pma_mcp.core.models import Finding, GCDecision, MemoryType
@@ -598,6 +598,10 @@ async def _migrate(args: argparse.Namespace, settings: Settings) -> int:
     """`migrate --to`: copy, resumably, with a progress bar on a terminal."""
     from pma_mcp.admin import migrate
 
+    if url_passwords(args.to):
+        sys.stderr.write("pma-mcp: warning: the --to URL carries a password, which other "
+                         "users can read in the process list; leave it out of the URL and "
+                         "set PGPASSWORD or add it to ~/.pgpass instead\n")
     with _progress_bar("copying", PROGRESS_MIN_RECORDS) as bar:
         report = await migrate.migrate(settings, args.to, merge=args.merge,
                                        progress=bar.update)
