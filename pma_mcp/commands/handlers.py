@@ -29,7 +29,7 @@ from pma_mcp import __version__
 from pma_mcp.admin import doctor
 from pma_mcp.commands import outfile, render
 from pma_mcp.config import Settings, url_passwords
-from pma_mcp.core.errors import NotFoundError, PmaError
+from pma_mcp.core.errors import NotFoundError, PmaError, error_line
 from pma_mcp.core.export_format import dumps
 from pma_mcp.core.models import Finding, GCDecision, MemoryType
 from pma_mcp.core.validation import MAX_METADATA_DEPTH
@@ -46,6 +46,7 @@ PROGRESS_MIN_RECORDS = 500
 """Imports smaller than this finish too fast for a progress bar to help."""
 DEFAULT_WIDTH = 100
 DEBUG_HINT = "set PMA_LOG_LEVEL=DEBUG for details"
+PROGRAM = "pma-mcp"
 
 Handler = Callable[[argparse.Namespace, Settings], Coroutine[Any, Any, int]]
 
@@ -85,12 +86,11 @@ def _guarded(run: Callable[[], int]) -> int:
         return EXIT_FAILURE
     except PmaError as exc:
         return _fail(_for_people(str(exc)))
-    except OSError as exc:
-        where = f"{exc.filename}: " if exc.filename else ""
-        return _fail(f"{where}{exc.strerror or exc}")
     except Exception as exc:
-        log.debug("unexpected error", exc_info=True)
-        return _fail(f"unexpected {type(exc).__name__}: {exc} ({DEBUG_HINT})")
+        if not isinstance(exc, OSError):
+            log.debug("unexpected error", exc_info=True)
+        sys.stderr.write(error_line(PROGRAM, exc, hint=DEBUG_HINT))
+        return EXIT_FAILURE
 
 
 def _for_people(message: str) -> str:
@@ -100,7 +100,7 @@ def _for_people(message: str) -> str:
 
 
 def _fail(message: str) -> int:
-    sys.stderr.write(f"pma-mcp: error: {message}\n")
+    sys.stderr.write(f"{PROGRAM}: error: {message}\n")
     return EXIT_FAILURE
 
 
