@@ -17,7 +17,12 @@ from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 from pma_mcp.core.errors import ConfigError
 from pma_mcp.core.namespaces import GLOBAL_NAMESPACE, canonical_namespace
 from pma_mcp.core.scoring import Weights
-from pma_mcp.core.validation import MAX_AUTHOR_CHARS, author_text, printable
+from pma_mcp.core.validation import (
+    MAX_AUTHOR_CHARS,
+    MAX_NAMESPACE_CHARS,
+    author_text,
+    namespace_name,
+)
 from pma_mcp.identity import Identity, home_dir, identify, os_user, person_key
 
 DEFAULT_DB_PATH = "~/.pma_store.db"
@@ -176,8 +181,10 @@ def _author(env: Mapping[str, str], found: Identity) -> str | None:
 
 def _namespace_setting(key: str, raw: str) -> str:
     name = canonical_namespace(raw)
-    if not printable(name):
-        raise ConfigError(f"{key} must be a namespace name on one line, got {raw!r}")
+    if not namespace_name(name):
+        shown = raw if len(raw) <= 80 else raw[:80] + "…"
+        raise ConfigError(f"{key} must be a namespace name on one line of at most "
+                          f"{MAX_NAMESPACE_CHARS:,} printable characters, got {shown!r}")
     return name
 
 
@@ -264,7 +271,7 @@ def resolve_namespace(env: Mapping[str, str], *, cwd: str | None = None) -> str:
     """
     value = env.get("PMA_NAMESPACE", "").strip()
     if value:
-        return canonical_namespace(value)
+        return _namespace_setting("PMA_NAMESPACE", value)
     return project_dir(env, cwd=cwd) or GLOBAL_NAMESPACE
 
 

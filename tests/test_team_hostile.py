@@ -1,0 +1,76 @@
+"""Team identity from hostile git files, symlinked project directories, and a healthy store
+under `doctor --repair`: real repositories, the CLI, hooks and the stdio server as processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mcp import Client, StdioServerParameters
+
+TIMEOUT = 60
+
+HOSTILE = {
+    "escape": "https://github.com/acme/ap\x1b[2J\x1b[31mi.git",
+    "bidi": "https://github.com/acme/\u202egnp.exe",
+    "nul": "https://github.com/acme/a\x00pi.git",
+    "long": "https://github.com/acme/" + "a" * 5000,
+}
+
+
+def hostile_checkout(path: Path, url: str) -> Path:
+    """A repository whose config names `url` as origin byte for byte (as a cloned or
+    unpacked repository's file may)."""
+    (path / ".git").mkdir(parents=True)
+    (path / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (path / ".git" / "config").write_bytes(
+        b'[core]\n\trepositoryformatversion = 0\n[remote "origin"]\n\turl = '
+        + url.encode() + b"\n")
+    return path
+
+
+def cli_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    return {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1",
+            "PMA_DB_PATH": str(tmp_path / "store.db"), **extra}
+
+
+def pma(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pma_mcp", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=TIMEOUT, check=False)
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTILE))
+async def test_a_hostile_remote_falls_back_to_the_path_with_one_note(
+    tmp_path: Path, kind: str
+) -> None:
+    repo = hostile_checkout(tmp_path / "api", HOSTILE[kind])
+    env = cli_env(tmp_path)
+    params = StdioServerParameters(command=sys.executable, args=["-m", "pma_mcp"],
+                                   cwd=str(repo), env=env)
+    async with Client(params, mode="legacy") as client:
+        stored = await client.call_tool("remember", {"content": "writes still work here"})
+        assert not stored.is_error and stored.structured_content is not None
+        assert stored.structured_content["namespace"] == str(repo)
+    stats = pma(["stats", "--json"], repo, env)
+    assert stats.returncode == 0, stats.stderr
+    assert json.loads(stats.stdout)["namespace"] == str(repo)
+    note = stats.stderr.strip().splitlines()
+    assert len(note) == 1 and "git remote does not make a usable namespace" in note[0]
+    for shown in (stats.stdout, stats.stderr):
+        assert "\x1b" not in shown and "\u202e" not in shown and "\x00" not in shown
+        assert "a" * 200 not in shown
+
+
+def test_pma_namespace_with_control_characters_is_a_clear_error(tmp_path: Path) -> None:
+    for bad in ("a\x1b[31mb", "x\u202ey", "n" * 5000):
+        proc = pma(["stats"], tmp_path, cli_env(tmp_path, PMA_NAMESPACE=bad))
+        assert proc.returncode == 1 and proc.stdout == ""
+        assert "PMA_NAMESPACE must be a namespace name" in proc.stderr
+        assert "\x1b" not in proc.stderr and "\u202e" not in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
