@@ -74,3 +74,35 @@ def test_pma_namespace_with_control_characters_is_a_clear_error(tmp_path: Path) 
         assert "PMA_NAMESPACE must be a namespace name" in proc.stderr
         assert "\x1b" not in proc.stderr and "\u202e" not in proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("in_git", [False, True], ids=["plain", "git"])
+def test_a_symlinked_project_dir_is_one_namespace_for_hooks_and_the_cli(
+    tmp_path: Path, in_git: bool
+) -> None:
+    from tests.test_hooks import Transcript, stop_input
+
+    real = tmp_path / "real" / "api"
+    if in_git:
+        hostile_checkout(real, "git@github.com:acme/api.git")
+    else:
+        real.mkdir(parents=True)
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    transcript = Transcript(tmp_path / "s.jsonl")
+    transcript.exchange("Where do the nightly exports go?", "To the archive bucket. " * 6)
+    path = transcript.write()
+    env = cli_env(tmp_path)
+    hook = subprocess.run(
+        [sys.executable, "-m", "pma_mcp", "hook", "stop"], cwd=link,
+        env={**env, "CLAUDE_PROJECT_DIR": str(link), "PWD": str(link)},
+        input=json.dumps(stop_input(path, cwd=str(link))), capture_output=True, text=True,
+        timeout=TIMEOUT, check=False)
+    assert hook.returncode == 0 and hook.stdout == "", hook.stderr
+    expected = "git:github.com/acme/api" if in_git else str(real)
+    for extra in ({"PWD": str(link)}, {"CLAUDE_PROJECT_DIR": str(link)},
+                  {"CLAUDE_PROJECT_DIR": f"{link}/"}):
+        stats = pma(["stats", "--json"], link, {**env, **extra})
+        assert stats.returncode == 0, stats.stderr
+        shown = json.loads(stats.stdout)
+        assert (shown["namespace"], shown["total"]) == (expected, 1), (extra, shown)
