@@ -624,6 +624,10 @@ async def _repair(args: argparse.Namespace, settings: Settings) -> int:
     from pma_mcp.admin import repair
 
     done = await repair.repair(settings.db_path)
+    if done is None:
+        _out(f"{settings.db_path} is healthy (integrity check ok, index and statistics "
+             "consistent); nothing was changed")
+        return EXIT_OK
     expected = "" if done.memories_expected is None else f" of {done.memories_expected:,}"
     lines = [
         f"saved {done.memories_saved:,}{expected} memories and {done.lineage_saved:,} "
