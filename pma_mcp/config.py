@@ -95,6 +95,12 @@ class Settings:
             return GLOBAL_NAMESPACE
         return f"{GLOBAL_NAMESPACE}/{person_key(self.author)}"
 
+    def someone_elses(self, namespace: str) -> bool:
+        """Whether `namespace` is another member's personal one on a shared database
+        (`default/<someone else>`): listed to nobody else, opened by nobody else."""
+        return (self.database_url is not None and namespace.startswith(f"{GLOBAL_NAMESPACE}/")
+                and namespace != self.global_namespace)
+
     @property
     def store_file(self) -> Path | None:
         """The SQLite file that is the store; None for PostgreSQL or PMA_STORAGE=memory."""

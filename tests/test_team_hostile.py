@@ -106,3 +106,59 @@ def test_a_symlinked_project_dir_is_one_namespace_for_hooks_and_the_cli(
         assert stats.returncode == 0, stats.stderr
         shown = json.loads(stats.stdout)
         assert (shown["namespace"], shown["total"]) == (expected, 1), (extra, shown)
+
+
+@pytest.mark.postgres
+async def test_the_ui_lists_and_opens_only_this_members_personal_namespace(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """docs/TEAM.md: on a shared database `default/<author>` is seen by nobody else."""
+    import http.client
+    import re
+    from urllib.parse import quote
+
+    from pma_mcp.config import Settings
+    from pma_mcp.core.budget import WordEstimate
+    from pma_mcp.service import MemoryService
+
+    ids = {}
+    for author, rule in (("alice", "Alice prefers tabs"), ("bob", "Bob's private rule")):
+        settings = Settings(db_path=tmp_path / "unused.db", namespace="git:github.com/acme/api",
+                            database_url=postgres_url, author=author)
+        async with await MemoryService.open(settings, counter=WordEstimate()) as svc:
+            ids[author] = (await svc.add(rule, namespace=settings.global_namespace)).memory.id
+            await svc.add(f"{author} shared a project fact about the exports")
+    env = {**cli_env(tmp_path), "PMA_DATABASE_URL": postgres_url, "PMA_AUTHOR": "alice",
+           "PMA_NAMESPACE": "git:github.com/acme/api"}
+    proc = subprocess.Popen([sys.executable, "-m", "pma_mcp", "ui", "--port", "0"], env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        found = re.search(r"127\.0\.0\.1:(\d+)/\?token=([\w-]+)", proc.stderr.readline())
+        assert found, proc.stderr.read() if proc.poll() is not None else "no URL printed"
+        port, token = int(found[1]), found[2]
+
+        def get(path: str) -> tuple[int, str]:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
+            try:
+                conn.request("GET", path, headers={"Host": f"127.0.0.1:{port}",
+                                                   "Cookie": f"pma_ui_{port}={token}"})
+                reply = conn.getresponse()
+                return reply.status, reply.read().decode()
+            finally:
+                conn.close()
+
+        status, page = get("/")
+        assert status == 200 and "default/alice" in page and "default/bob" not in page
+        status, page = get(f"/memories?ns={quote('default/alice')}")
+        assert status == 200 and "Alice prefers tabs" in page
+        for path in (f"/memories?ns={quote('default/bob')}",
+                     f"/memory/{ids['bob']}?ns={quote('default/bob')}",
+                     f"/export?ns={quote('default/bob')}"):
+            status, page = get(path)
+            assert status == 404 and "Bob&#x27;s private rule" not in page, path
+            assert "Bob's private rule" not in page and "default/bob" in page
+    finally:
+        proc.terminate()
+        proc.wait(TIMEOUT)
