@@ -315,9 +315,13 @@ async def test_metadata_nested_200_deep_gets_an_error_answer_promptly(tmp_path: 
                                    cwd=str(tmp_path), env=server_env(tmp_path / "s.db"))
     with anyio.fail_after(DEADLINE):
         async with Client(params, mode="legacy") as client:
-            with pytest.raises(MCPError, match="nested more than 64 levels deep"):
+            with pytest.raises(MCPError, match="nested more than 200 levels deep"):
                 await client.call_tool("remember", {"content": "a deep one",
                                                     "metadata": _nested(200)})
+            near = await client.call_tool("remember", {"content": "a deep one",
+                                                       "metadata": _nested(190)})
+            assert near.is_error and isinstance(near.content[0], TextContent)
+            assert "nested more than 32 levels" in near.content[0].text
             shallow = await client.call_tool("remember", {"content": "a deep one",
                                                           "metadata": _nested(40)})
             assert shallow.is_error and isinstance(shallow.content[0], TextContent)
@@ -342,7 +346,7 @@ def test_raw_lines_nested_thousands_deep_are_answered_by_id(tmp_path: Path) -> N
     server.send(call(7, "remember", {"content": "still serving after the deep lines"}))
     got = server.answers({"str-é", 7})  # type: ignore[arg-type]
     assert got["str-é"]["error"]["code"] == -32600  # type: ignore[index]
-    assert "nested more than 64 levels" in got["str-é"]["error"]["message"]  # type: ignore[index]
+    assert "nested more than 200 levels" in got["str-é"]["error"]["message"]  # type: ignore[index]
     assert "result" in got[7] and not got[7]["result"].get("isError")
     code, stderr = server.close()
-    assert code == 0 and "dropped a message nested over 64 levels" in stderr
+    assert code == 0 and "dropped a message nested over 200 levels" in stderr

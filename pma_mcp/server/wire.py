@@ -30,10 +30,11 @@ from pma_mcp.core.validation import MAX_METADATA_DEPTH
 
 log = logging.getLogger(__name__)
 
-MAX_DEPTH = 64
-"""Objects and lists inside each other in one message: the envelope takes four, metadata may
-take MAX_METADATA_DEPTH (refused by the intake door past that, with its own message), and
-pydantic's parser gives up, silently for the caller, at 200."""
+MAX_DEPTH = 200
+"""Objects and lists inside each other in one message. pydantic's JSON parser (under the SDK)
+parses up to 201 and gives up, silently for the caller, past that; every message it can parse
+is left to it, so metadata nested 33 to ~196 levels still reaches the intake door and gets its
+message (at most MAX_METADATA_DEPTH)."""
 
 _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:,]|[^\s\[\]{}:,"]+', re.DOTALL)
 
