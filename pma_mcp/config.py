@@ -12,12 +12,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 from pma_mcp.core.errors import ConfigError
 from pma_mcp.core.namespaces import GLOBAL_NAMESPACE, canonical_namespace
 from pma_mcp.core.scoring import Weights
-from pma_mcp.core.validation import MAX_AUTHOR_CHARS, author_text, printable
+from pma_mcp.core.validation import (
+    MAX_AUTHOR_CHARS,
+    MAX_NAMESPACE_CHARS,
+    author_text,
+    namespace_name,
+)
 from pma_mcp.identity import Identity, home_dir, identify, os_user, person_key
 
 DEFAULT_DB_PATH = "~/.pma_store.db"
@@ -92,6 +97,12 @@ class Settings:
         if self.database_url is None:
             return GLOBAL_NAMESPACE
         return f"{GLOBAL_NAMESPACE}/{person_key(self.author)}"
+
+    def someone_elses(self, namespace: str) -> bool:
+        """Whether `namespace` is another member's personal one on a shared database
+        (`default/<someone else>`): listed to nobody else, opened by nobody else."""
+        return (self.database_url is not None and namespace.startswith(f"{GLOBAL_NAMESPACE}/")
+                and namespace != self.global_namespace)
 
     @property
     def store_file(self) -> Path | None:
@@ -180,8 +191,10 @@ def _author(env: Mapping[str, str], found: Identity) -> str | None:
 
 def _namespace_setting(key: str, raw: str) -> str:
     name = canonical_namespace(raw)
-    if not printable(name):
-        raise ConfigError(f"{key} must be a namespace name on one line, got {raw!r}")
+    if not namespace_name(name):
+        shown = raw if len(raw) <= 80 else raw[:80] + "…"
+        raise ConfigError(f"{key} must be a namespace name on one line of at most "
+                          f"{MAX_NAMESPACE_CHARS:,} printable characters, got {shown!r}")
     return name
 
 
@@ -213,6 +226,21 @@ def url_without_password(url: str) -> str:
         return urlunsplit((parts.scheme, f"{user}@{host}" if user else host, parts.path, "", ""))
     except ValueError:
         return "postgresql://(unparsable URL)"
+
+
+def url_passwords(url: str) -> list[str]:
+    """The password(s) `url` carries, raw and percent-decoded."""
+    found: list[str] = []
+    try:
+        parts = urlsplit(url)
+        userinfo, at, _ = parts.netloc.rpartition("@")
+        if at and ":" in userinfo:
+            found.append(userinfo.partition(":")[2])
+        found += [v for k, v in parse_qsl(parts.query, keep_blank_values=True)
+                  if k.lower() == "password"]
+    except ValueError:
+        pass
+    return [s for raw in found for s in {raw, unquote(raw)} if s]
 
 
 def database_url(env: Mapping[str, str]) -> str | None:
@@ -253,7 +281,7 @@ def resolve_namespace(env: Mapping[str, str], *, cwd: str | None = None) -> str:
     """
     value = env.get("PMA_NAMESPACE", "").strip()
     if value:
-        return canonical_namespace(value)
+        return _namespace_setting("PMA_NAMESPACE", value)
     return project_dir(env, cwd=cwd) or GLOBAL_NAMESPACE
 
 

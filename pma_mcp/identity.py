@@ -8,6 +8,7 @@ read of git's config files (no subprocess: see gitconfig.py).
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -15,7 +16,9 @@ from pathlib import Path
 
 from pma_mcp import gitconfig
 from pma_mcp.core.models import UNKNOWN_AUTHOR
-from pma_mcp.core.validation import author_text
+from pma_mcp.core.validation import MAX_NAMESPACE_CHARS, author_text, namespace_name
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +48,13 @@ def identify(project_dir: str | None, env: Mapping[str, str], home: Path) -> Ide
         return Identity(email=email)
     remote = gitconfig.remote_of(config, remotes)
     namespace = gitconfig.remote_namespace(remote.url) if remote is not None else None
+    if namespace is not None and not namespace_name(namespace):
+        # Neither stored nor shown: a remote's bytes are whatever a cloned repository's
+        # config says (terminal escapes, bidi overrides, NUL, megabytes).
+        log.warning("this checkout's git remote does not make a usable namespace (control "
+                    "or bidi characters, or over %d characters); using the directory's path "
+                    "instead. Fix the remote's URL or set PMA_NAMESPACE", MAX_NAMESPACE_CHARS)
+        namespace = None
     return Identity(namespace=namespace, root=repo.root, email=email)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import os
@@ -19,6 +20,7 @@ from pma_mcp.core.errors import InvalidInputError
 from pma_mcp.core.models import Memory
 from pma_mcp.service import MemoryService
 from tests.conftest import PROJECT, FakeClock
+from tests.test_postgres_server import password_role  # noqa: F401  (a fixture)
 
 OTHER = "/home/dev/other-project"
 SESSION = "session-1"
@@ -181,3 +183,107 @@ async def test_a_copy_into_postgresql_leaves_its_planner_statistics_fresh(
         "WHERE schemaname = $1", postgres_url.rpartition("%3D")[2])
     fresh = {r["relname"] for r in rows if r["last_vacuum"] and r["last_analyze"]}
     assert {"memories", "postings", "namespace_terms", "lineage"} <= fresh
+
+
+def _cli_env(source: Settings, tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PMA_", "CLAUDE_", "PG"))}
+    env.update({"PMA_DB_PATH": str(source.db_path), "HOME": str(tmp_path / "home"),
+                "XDG_STATE_HOME": str(tmp_path / "state")})
+    return env
+
+
+def test_a_hard_link_to_the_source_is_refused_in_one_line(
+    source: Settings, tmp_path: Path
+) -> None:
+    """Another name for the same file is the same store: refused before it is opened, no
+    traceback, the source unchanged (not even a journal of the other name)."""
+    link = tmp_path / "elsewhere" / "link.db"
+    link.parent.mkdir()
+    os.link(source.db_path, link)
+    before = source.db_path.read_bytes()
+    for spelling in (str(link), f"{tmp_path}/elsewhere/../source.db"):
+        proc = subprocess.run([sys.executable, "-m", "pma_mcp", "migrate", "--to", spelling,
+                               "--merge"], env=_cli_env(source, tmp_path), capture_output=True,
+                              text=True, check=False, timeout=60)
+        assert proc.returncode == 1 and proc.stdout == ""
+        assert "is the store being copied" in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+    assert source.db_path.read_bytes() == before
+    assert sorted(p.name for p in link.parent.iterdir()) == ["link.db"]
+
+
+async def test_the_progress_file_is_private_whatever_the_umask(
+    source: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(migrate, "PAGE", 4)
+
+    def interrupt(done: int, total: int) -> None:
+        raise KeyboardInterrupt
+
+    previous = os.umask(0)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            await migrate.migrate(source, str(tmp_path / "target.db"), progress=interrupt,
+                                  states=tmp_path / "state")
+    finally:
+        os.umask(previous)
+    [state] = (tmp_path / "state").iterdir()
+    assert state.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_password_in_the_to_url_is_warned_about_and_never_shown(
+    source: Settings, tmp_path: Path
+) -> None:
+    """The process list shows the command line: the warning says how to pass it instead."""
+    from tests.postgres import free_port
+
+    url = f"postgresql://someone:hunter2secret@127.0.0.1:{free_port()}/nowhere"
+    proc = subprocess.run([sys.executable, "-m", "pma_mcp", "migrate", "--to", url],
+                          env=_cli_env(source, tmp_path), capture_output=True, text=True,
+                          check=False, timeout=60)
+    assert proc.returncode == 1 and proc.stdout == ""
+    warning, error = proc.stderr.strip().splitlines()
+    assert "carries a password" in warning and "PGPASSWORD" in warning and ".pgpass" in warning
+    assert error.startswith("pma-mcp: error: ")
+    assert "hunter2secret" not in proc.stderr
+
+
+@pytest.mark.postgres
+async def test_the_same_database_under_another_host_name_is_refused(
+    source: Settings, tmp_path: Path, postgres_url: str
+) -> None:
+    """`localhost` and `127.0.0.1` reach one cluster: merging it into itself would read back
+    the lineage it writes, without end. Nothing is written."""
+    from tests import postgres
+
+    await migrate.migrate(source, postgres_url, states=tmp_path / "state")
+    shared = migrate.target_settings(source, postgres_url)
+    before = await snapshot(shared)
+    count = "SELECT count(*) AS n FROM lineage"
+    lineage = (await postgres.fetch(postgres_url, count))[0]["n"]
+    other_spelling = postgres_url.replace("@127.0.0.1:", "@localhost:")
+    assert other_spelling != postgres_url
+    with pytest.raises(InvalidInputError, match="is the store being copied"):
+        # bounded: the old check let this copy read back its own writes without end
+        await asyncio.wait_for(migrate.migrate(shared, other_spelling, merge=True,
+                                               states=tmp_path / "state"), 120)
+    assert (await postgres.fetch(postgres_url, count))[0]["n"] == lineage
+    assert await snapshot(shared) == before
+    assert not list((tmp_path / "state").iterdir())
+
+
+@pytest.mark.postgres
+def test_a_to_url_without_password_takes_it_from_pgpassword(
+    source: Settings, tmp_path: Path, postgres_url: str,
+    password_role: tuple[str, str],  # noqa: F811  (the fixture imported above)
+) -> None:
+    """As libpq does (asyncpg reads PGPASSWORD and ~/.pgpass the same way)."""
+    from tests.test_postgres_server import as_role
+
+    role, password = password_role
+    env = _cli_env(source, tmp_path) | {"PGPASSWORD": password}
+    proc = subprocess.run([sys.executable, "-m", "pma_mcp", "migrate", "--to",
+                           as_role(postgres_url, role), "--json"], env=env,
+                          capture_output=True, text=True, check=False, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == "" and json.loads(proc.stdout)["memories_copied"] == 15

@@ -333,3 +333,57 @@ def test_heavy_libraries_stay_unloaded_until_needed() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=DEADLINE,
                           check=True, text=True)
     assert done.stdout.strip() == "[]"
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = {"k": value}
+    return value
+
+
+async def test_metadata_nested_200_deep_gets_an_error_answer_promptly(tmp_path: Path) -> None:
+    """The SDK's parser gives up on such a line before it knows the id and drops it; the
+    guard in front of it answers instead, and the server goes on serving."""
+    import anyio
+    from mcp import MCPError
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "pma_mcp"],
+                                   cwd=str(tmp_path), env=server_env(tmp_path / "s.db"))
+    with anyio.fail_after(DEADLINE):
+        async with Client(params, mode="legacy") as client:
+            with pytest.raises(MCPError, match="nested more than 200 levels deep"):
+                await client.call_tool("remember", {"content": "a deep one",
+                                                    "metadata": _nested(200)})
+            near = await client.call_tool("remember", {"content": "a deep one",
+                                                       "metadata": _nested(190)})
+            assert near.is_error and isinstance(near.content[0], TextContent)
+            assert "nested more than 32 levels" in near.content[0].text
+            shallow = await client.call_tool("remember", {"content": "a deep one",
+                                                          "metadata": _nested(40)})
+            assert shallow.is_error and isinstance(shallow.content[0], TextContent)
+            assert "nested more than 32 levels" in shallow.content[0].text
+            stored = await client.call_tool("remember", {"content": "a flat one",
+                                                         "metadata": {"k": "v"}})
+            assert not stored.is_error
+            found = await client.call_tool("recall", {"query": "deep flat one"})
+            assert found.structured_content is not None
+            assert len(found.structured_content["results"]) == 1
+
+
+def test_raw_lines_nested_thousands_deep_are_answered_by_id(tmp_path: Path) -> None:
+    server = RawServer(server_env(tmp_path / "raw.db"), tmp_path)
+    initialize(server)
+    deep = "[" * 5000 + "]" * 5000
+    server.send('{"jsonrpc": "2.0", "id": "str-\\u00e9", "method": "tools/call", "params": '
+                '{"name": "remember", "arguments": {"content": "x", "metadata": {"a": '
+                + deep + '}, "id": 99}}}')
+    server.send('{"jsonrpc": "2.0", "method": "notifications/progress", "params": '
+                + deep + "}")  # no id: nothing to answer, dropped
+    server.send(call(7, "remember", {"content": "still serving after the deep lines"}))
+    got = server.answers({"str-é", 7})  # type: ignore[arg-type]
+    assert got["str-é"]["error"]["code"] == -32600  # type: ignore[index]
+    assert "nested more than 200 levels" in got["str-é"]["error"]["message"]  # type: ignore[index]
+    assert "result" in got[7] and not got[7]["result"].get("isError")
+    code, stderr = server.close()
+    assert code == 0 and "dropped a message nested over 200 levels" in stderr

@@ -244,6 +244,7 @@ async def test_repair_salvages_every_readable_row(
     if use_sqlite_cli and not shutil.which("sqlite3"):
         pytest.skip("the sqlite3 command-line tool is not installed")
     done = await repair.repair(damaged, use_sqlite_cli=use_sqlite_cli)
+    assert done is not None  # damaged: repaired, not found healthy
     if use_sqlite_cli:  # some sqlite3 builds' .recover fail on this schema: said, not hidden
         assert done.used_recover or any(".recover" in note for note in done.notes)
     else:
@@ -304,3 +305,22 @@ def test_hooks_on_a_damaged_store_stay_quiet_and_write_nothing(
         lines = proc.stderr.decode().strip().splitlines()
         assert len(lines) == 1 and "database damaged" in lines[0], proc.stderr
     assert file_digest(damaged) == before
+
+
+async def test_repair_of_a_healthy_store_changes_nothing_and_says_so(tmp_path: Path) -> None:
+    """Servers keep the file open: moving a healthy store aside would send their next writes
+    into the copy. The file, its inode and its folder stay as they were."""
+    database = tmp_path / "healthy.db"
+
+    async with await MemoryService.open(Settings(db_path=database, namespace=PROJECT),
+                                        counter=WordEstimate()) as svc:
+        for i in range(20):
+            await svc.add(f"export job {i} retries three times before it pages")
+    before, inode = file_digest(database), database.stat().st_ino
+    listing = sorted(p.name for p in tmp_path.iterdir())
+    fixed = cli("doctor", "--repair", db_path=database, cwd=tmp_path)
+    assert fixed.returncode == 0, fixed.stderr
+    assert "is healthy" in fixed.stdout and "nothing was changed" in fixed.stdout
+    assert "kept as" not in fixed.stdout
+    assert file_digest(database) == before and database.stat().st_ino == inode
+    assert sorted(p.name for p in tmp_path.iterdir()) == listing

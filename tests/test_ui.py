@@ -285,3 +285,67 @@ def test_busy_port_is_one_clear_line(tmp_path: Path) -> None:
 def test_token_redirect_stays_on_this_site(server: Running) -> None:
     reply = request(server, "GET", f"//evil.example/x?token={server.token}", cookie=False)
     assert reply.status == 303 and reply.headers["location"] == "/evil.example/x"
+
+
+@pytest.mark.parametrize("spelling", ["/%5Cevil.example/x", "/%5C%5Cevil.example",
+                                      "/%09/evil.example", "/%2F%2Fevil.example",
+                                      "/%0A/evil.example", "/%5C/evil.example",
+                                      "/%2F%5Cevil.example", "/%0D%0A//evil.example"])
+def test_token_redirect_never_resolves_off_site(server: Running, spelling: str) -> None:
+    """Browsers drop tabs and newlines from a Location and read a backslash as a slash: the
+    redirect is a same-origin path however the request's path was encoded."""
+    from urllib.parse import urljoin, urlsplit
+
+    reply = request(server, "GET", f"{spelling}?token={server.token}&ns=x", cookie=False)
+    assert reply.status == 303
+    location = reply.headers["location"]
+    as_browser = re.sub(r"[\t\n\r]", "", location).replace("\\", "/")
+    assert as_browser.startswith("/") and not as_browser.startswith("//"), location
+    assert urlsplit(urljoin(server.base + "/", as_browser)).netloc == f"127.0.0.1:{server.port}"
+    assert location.endswith("?ns=x") and server.token not in location
+
+
+@pytest.mark.parametrize("before", ["9" * 400, "9223372036854775808", "²", "-1", "1e5",
+                                    "0x10", " 7"])
+def test_an_ill_formed_page_key_is_a_400_with_one_line(server: Running, before: str) -> None:
+    from urllib.parse import quote
+
+    reply = request(server, "GET", f"/memories?ns={quote(PROJECT)}&before={quote(before)}")
+    assert reply.status == 400, reply.body[:300]
+    assert "before: must be a whole number from 0 to 9223372036854775807" in reply.body
+    assert "Traceback" not in reply.body and "9" * 60 not in reply.body
+
+
+@pytest.mark.parametrize("importance", ["nan", "1e999", "-inf", "x" * 500, "2"])
+def test_an_ill_formed_importance_is_a_400(server: Running, ids: dict[str, str],
+                                           importance: str) -> None:
+    page = request(server, "GET", memory_path(ids["rule"]))
+    reply = request(server, "POST", f"/memory/{ids['rule']}/edit", form={
+        "csrf": csrf_of(page.body), "ns": PROJECT, "importance": importance})
+    assert reply.status == 400, reply.body[:300]
+    assert "importance: must be a number" in reply.body and "x" * 60 not in reply.body
+    assert request(server, "GET", memory_path(ids["rule"])).status == 200
+
+
+@pytest.mark.parametrize("kind", ["not a database", "a directory", "port out of range"])
+def test_an_unusable_store_or_port_is_one_line_and_exit_1(tmp_path: Path, kind: str) -> None:
+    import subprocess
+    import sys
+
+    db = tmp_path / "s.db"
+    port = "0"
+    if kind == "not a database":
+        db.write_bytes(b"this is not a SQLite file at all, only text\n" * 100)
+    elif kind == "a directory":
+        db.mkdir()
+    else:
+        port = "99999"
+    proc = subprocess.run(
+        [sys.executable, "-m", "pma_mcp", "ui", "--port", port],
+        env={"PMA_DB_PATH": str(db), "PMA_NAMESPACE": PROJECT, "PATH": "/usr/bin:/bin",
+             "HOME": str(tmp_path)},
+        capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout == "" and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith("pma-mcp ui: "), proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -72,10 +72,15 @@ class _Progress:
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         scratch = self.path.with_suffix(".tmp")
-        scratch.write_text(json.dumps({"memory_seq": self.memory_seq,
-                                       "lineage_id": self.lineage_id,
-                                       "memories_done": self.memories_done}),
-                           encoding="utf-8")
+        body = json.dumps({"memory_seq": self.memory_seq, "lineage_id": self.lineage_id,
+                           "memories_done": self.memories_done}).encode()
+        # 0600 whatever the umask: it names the stores being copied.
+        fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.fchmod(fd, 0o600)
+            os.write(fd, body)
+        finally:
+            os.close(fd)
         scratch.replace(self.path)
 
     def finish(self) -> None:
@@ -110,13 +115,17 @@ async def migrate(
 ) -> CopyReport:
     """Copy the store `settings` open into `target` (see the module docstring)."""
     destination = target_settings(settings, target)
+    if (destination.store_file is not None and settings.store_file is not None
+            and _same_file(settings.store_file, destination.store_file)):
+        # Checked before the target is opened: SQLite names its journal after the path, so a
+        # second spelling of an open file must never be opened at all.
+        raise _itself(destination.database)
     source = await open_store(settings)
     try:
-        if destination.store_file is not None and settings.store_file is not None and (
-                destination.store_file == settings.store_file.expanduser().resolve()):
-            raise InvalidInputError("--to", f"{target} is the store being copied; name another")
         sink = await open_store(destination)
         try:
+            if await source.identity() == await sink.identity():
+                raise _itself(destination.database)
             return await _copy(source, sink, merge=merge, progress=progress,
                                states=states or state_dir())
         finally:
@@ -125,11 +134,22 @@ async def migrate(
         await source.close()
 
 
+def _same_file(source: Path, target: Path) -> bool:
+    """Whether `target` is the file `source` (a hard link, a symlink, another spelling)."""
+    try:
+        return os.path.samefile(source.expanduser(), target)
+    except OSError:  # the target does not exist yet: it cannot be the source
+        return False
+
+
+def _itself(shown: str) -> InvalidInputError:
+    return InvalidInputError("--to", f"{shown} is the store being copied (the same "
+                             "data under another name); name another store")
+
+
 async def _copy(
     source: Store, sink: Store, *, merge: bool, progress: Progress | None, states: Path
 ) -> CopyReport:
-    if source.location == sink.location and source.backend == sink.backend:
-        raise InvalidInputError("--to", f"{sink.location} is the store being copied; name another")
     key = hashlib.sha256(f"{source.backend}:{source.location}\0{sink.backend}:"
                          f"{sink.location}".encode()).hexdigest()[:24]
     state = _Progress.load(states / f"migrate-{key}.json")

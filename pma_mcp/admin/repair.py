@@ -33,10 +33,14 @@ class Salvage:
     notes: list[str] = field(default_factory=list)
 
 
-async def repair(database: Path, *, use_sqlite_cli: bool = True) -> Salvage:
-    """Replace `database` with a new store holding every memory that can still be read."""
+async def repair(database: Path, *, use_sqlite_cli: bool = True) -> Salvage | None:
+    """Replace `database` with a new store holding every memory that can still be read;
+    None, and nothing touched, when it is healthy (servers may be writing to it: a healthy
+    file moved aside would take their next writes with it)."""
     if not database.is_file():
         raise StorageError(f"{database} does not exist; there is nothing to repair")
+    if await healthy(database):
+        return None
     kept = salvage.keep_aside(database)
     done = Salvage(kept=kept, memories_expected=salvage.expected_count(kept))
     memories = _read_memories(kept, done)
@@ -64,6 +68,25 @@ async def repair(database: Path, *, use_sqlite_cli: bool = True) -> Salvage:
     fresh.replace(database)
     db.clear_damage(str(database))
     return done
+
+
+async def healthy(database: Path) -> bool:
+    """Whether the store opens, passes SQLite's integrity check and agrees with its own
+    index and statistics, with no damage recorded against it."""
+    if db.damage_recorded(str(database)) is not None:
+        return False
+    try:
+        store = await open_store(Settings(db_path=database))
+    except StorageError:
+        return False
+    try:
+        return (await store.integrity_check() == "ok"
+                and (await store.check_consistency()).ok)
+    except StorageError:
+        return False
+    finally:
+        with contextlib.suppress(StorageError):
+            await store.close()
 
 
 def _read_memories(source: Path, done: Salvage) -> list[Memory]:

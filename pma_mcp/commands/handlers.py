@@ -28,8 +28,8 @@ from typing import Any, NoReturn
 from pma_mcp import __version__, files
 from pma_mcp.admin import doctor
 from pma_mcp.commands import outfile, render
-from pma_mcp.config import Settings
-from pma_mcp.core.errors import NotFoundError, PmaError
+from pma_mcp.config import Settings, url_passwords
+from pma_mcp.core.errors import NotFoundError, PmaError, error_line
 from pma_mcp.core.export_format import dumps
 from pma_mcp.core.models import Finding, GCDecision, MemoryKind, MemoryType
 from pma_mcp.core.validation import MAX_METADATA_DEPTH
@@ -48,6 +48,7 @@ MAX_EXPORT_BYTES = 2_000_000_000
 """Imports smaller than this finish too fast for a progress bar to help."""
 DEFAULT_WIDTH = 100
 DEBUG_HINT = "set PMA_LOG_LEVEL=DEBUG for details"
+PROGRAM = "pma-mcp"
 
 Handler = Callable[[argparse.Namespace, Settings], Coroutine[Any, Any, int]]
 
@@ -87,12 +88,11 @@ def _guarded(run: Callable[[], int]) -> int:
         return EXIT_FAILURE
     except PmaError as exc:
         return _fail(_for_people(str(exc)))
-    except OSError as exc:
-        where = f"{exc.filename}: " if exc.filename else ""
-        return _fail(f"{where}{exc.strerror or exc}")
     except Exception as exc:
-        log.debug("unexpected error", exc_info=True)
-        return _fail(f"unexpected {type(exc).__name__}: {exc} ({DEBUG_HINT})")
+        if not isinstance(exc, OSError):
+            log.debug("unexpected error", exc_info=True)
+        sys.stderr.write(error_line(PROGRAM, exc, hint=DEBUG_HINT))
+        return EXIT_FAILURE
 
 
 def _for_people(message: str) -> str:
@@ -102,7 +102,7 @@ def _for_people(message: str) -> str:
 
 
 def _fail(message: str) -> int:
-    sys.stderr.write(f"pma-mcp: error: {message}\n")
+    sys.stderr.write(f"{PROGRAM}: error: {message}\n")
     return EXIT_FAILURE
 
 
@@ -616,6 +616,10 @@ async def _migrate(args: argparse.Namespace, settings: Settings) -> int:
     """`migrate --to`: copy, resumably, with a progress bar on a terminal."""
     from pma_mcp.admin import migrate
 
+    if url_passwords(args.to):
+        sys.stderr.write("pma-mcp: warning: the --to URL carries a password, which other "
+                         "users can read in the process list; leave it out of the URL and "
+                         "set PGPASSWORD or add it to ~/.pgpass instead\n")
     with _progress_bar("copying", PROGRESS_MIN_RECORDS) as bar:
         report = await migrate.migrate(settings, args.to, merge=args.merge,
                                        progress=bar.update)
@@ -638,6 +642,10 @@ async def _repair(args: argparse.Namespace, settings: Settings) -> int:
     from pma_mcp.admin import repair
 
     done = await repair.repair(settings.db_path)
+    if done is None:
+        _out(f"{settings.db_path} is healthy (integrity check ok, index and statistics "
+             "consistent); nothing was changed")
+        return EXIT_OK
     expected = "" if done.memories_expected is None else f" of {done.memories_expected:,}"
     lines = [
         f"saved {done.memories_saved:,}{expected} memories and {done.lineage_saved:,} "

@@ -84,3 +84,17 @@ class DatabaseDamagedError(StorageError):
 
 class ConfigError(PmaError):
     """An environment variable holds a value pma-mcp cannot use."""
+
+
+def error_line(program: str, exc: BaseException, *, hint: str = "") -> str:
+    """How a command that cannot go on tells a person why, on one stderr line: our own
+    errors as written, an OS error with the file it names, anything else by its type (with
+    `hint` on where to see more)."""
+    if isinstance(exc, PmaError):
+        message = str(exc)
+    elif isinstance(exc, OSError):
+        where = f"{exc.filename}: " if exc.filename else ""
+        message = f"{where}{exc.strerror or exc}"
+    else:
+        message = f"unexpected {type(exc).__name__}: {exc}" + (f" ({hint})" if hint else "")
+    return f"{program}: error: {' '.join(message.split())}\n"

@@ -254,6 +254,13 @@ def author_text(value: str) -> str | None:
     return text
 
 
+def namespace_name(text: str) -> bool:
+    """Whether `text` may name a namespace taken from configuration (PMA_NAMESPACE, a git
+    remote): printable on one line and within MAX_NAMESPACE_CHARS, so it is stored and shown
+    as it is."""
+    return len(text) <= MAX_NAMESPACE_CHARS and printable(text)
+
+
 def printable(text: str) -> bool:
     """Non-empty, and no control, format (bidi overrides) or line-separator characters."""
     import unicodedata

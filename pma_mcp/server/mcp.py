@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Annotated, Any, Literal, ParamSpec, TypeVar
+from typing import Annotated, Any, Literal, ParamSpec, TypeVar, cast
 
 import anyio
 from mcp import MCPError
@@ -30,6 +30,7 @@ from mcp.server import MCPServer
 from mcp.server.apps import Apps
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.server.stdio import stdio_server
 from mcp.types import INVALID_PARAMS, CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import Field, ValidationError
 
@@ -52,7 +53,7 @@ from pma_mcp.core.validation import (
     MAX_NAMESPACE_CHARS,
     MIN_PREFIX,
 )
-from pma_mcp.server import mcp_app
+from pma_mcp.server import mcp_app, wire
 from pma_mcp.server.arguments import explain as explain_arguments
 from pma_mcp.server.outputs import (
     ContextResult,
@@ -297,6 +298,19 @@ class _Server(MCPServer[MemoryService]):
         super().__init__(*args, **kwargs)
         self.accepted: dict[str, tuple[str, ...]] = {}
         """Tool name → its argument names, filled by `_tool`."""
+
+    async def run_stdio_async(self) -> None:
+        """The SDK's stdio transport reading stdin through wire.GuardedLines, so a message
+        nested too deep for the SDK's parser gets an error answer instead of none."""
+        async with wire.claimed_stdin() as lines:
+            if lines is None:
+                await super().run_stdio_async()
+                return
+            async with stdio_server(stdin=cast(Any, lines)) as (read_stream, write_stream):
+                lines.answer_on(write_stream)
+                lowlevel = self._lowlevel_server
+                await lowlevel.run(read_stream, write_stream,
+                                   lowlevel.create_initialization_options())
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None

@@ -6,6 +6,8 @@ Everything here is bounded whatever the namespace's size, and nothing counts an 
 
 from __future__ import annotations
 
+import dataclasses
+
 from pma_mcp.core.models import Browse, MemoryType, Overview, Page, TierUse
 from pma_mcp.core.namespaces import AUTO_SAVED_TAG
 from pma_mcp.service.context import DAY, Context, bounded_int
@@ -24,8 +26,10 @@ class Browsing:
         self._gc = gc
 
     async def namespaces(self) -> list[str]:
-        """Every namespace holding memories (the local browser's picker)."""
-        return await self._ctx.store.namespaces()
+        """Every namespace holding memories that this person may see (the local browser's
+        picker): not another member's personal one."""
+        return [n for n in await self._ctx.store.namespaces()
+                if not self._ctx.settings.someone_elses(n)]
 
     async def count(self, *, namespace: str | None = None) -> int:
         """How many memories the namespace holds (all tiers)."""
@@ -36,6 +40,7 @@ class Browsing:
     ) -> Page:
         """One page of `where.namespace`'s memories, newest first; nothing is touched."""
         size = bounded_int("limit", limit, 1, MAX_PAGE)
+        where = dataclasses.replace(where, namespace=self._ctx.own(where.namespace))
         found = await self._ctx.store.browse(where, before, size + 1)
         more = len(found) > size
         page = found[:size]

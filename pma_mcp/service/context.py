@@ -65,7 +65,13 @@ class Context:
 
     def own(self, namespace: str | None) -> str:
         """The namespace a call writes to or reads alone: its own unless it names one."""
-        return self.namespace if namespace is None else validation.namespace(namespace)
+        if namespace is None:
+            return self.namespace
+        name = validation.namespace(namespace)
+        if self.settings.someone_elses(name):
+            raise NotFoundError(f"namespace {name!r} is another member's personal namespace; "
+                                "only they see it (docs/TEAM.md)")
+        return name
 
     def visible(self, namespace: str | None, include_global: bool = True) -> tuple[str, ...]:
         """The namespaces a call reads: its own, then the global one unless left out."""

@@ -42,6 +42,9 @@ class MemoryStore(Writes, Queries, Browsing, Collection, Sessions):
         """Where the store is, for people: a path, or a URL without its password."""
         return self._backend.location
 
+    async def identity(self) -> tuple[object, ...]:
+        return (self._backend.name, *await self._backend.identity())
+
     async def close(self) -> None:
         await self._backend.close()
 

@@ -18,7 +18,7 @@ import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -96,8 +96,7 @@ class Guard:
         query = dict(parse_qsl(bytes(scope.get("query_string", b"")).decode("latin-1")))
         if TOKEN_PARAM in query:  # first visit: move the token into the cookie, out of the URL
             rest = urlencode({k: v for k, v in query.items() if k != TOKEN_PARAM})
-            path = "/" + str(scope["path"]).lstrip("/")  # never "//host": no open redirect
-            location = path + (f"?{rest}" if rest else "")
+            location = same_site(str(scope["path"])) + (f"?{rest}" if rest else "")
             await _redirect(send, location, cookie_name(self._port()), self._secrets.token)
             return
         if scope["method"] == "POST":
@@ -162,6 +161,13 @@ async def _plain(send: Send, status: int, text: str) -> None:
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"text/plain; charset=utf-8"), *HEADERS]})
     await send({"type": "http.response.body", "body": text.encode() + b"\n"})
+
+
+def same_site(path: str) -> str:
+    """`path` (decoded, as the request named it) as a Location that can only name a page of
+    this site: one leading "/", then everything but plain URL characters percent-encoded, so
+    no backslash, tab, newline or second slash reaches the browser to read as "//host"."""
+    return "/" + quote(path.lstrip("/\\"), safe="/-._~!$&'()*+,;=:@").lstrip("/")
 
 
 def cookie_name(port: int) -> str:

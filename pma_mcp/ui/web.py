@@ -28,8 +28,14 @@ from starlette.routing import Route
 from pma_mcp.config import Settings
 from pma_mcp.core import validation
 from pma_mcp.core.budget import TokenCounter
-from pma_mcp.core.errors import ConfigError, InvalidInputError, NotFoundError, PmaError
-from pma_mcp.core.export_format import dumps
+from pma_mcp.core.errors import (
+    ConfigError,
+    InvalidInputError,
+    NotFoundError,
+    PmaError,
+    error_line,
+)
+from pma_mcp.core.export_format import MAX_COUNT, dumps
 from pma_mcp.core.models import Browse, GCResult, MemoryType
 from pma_mcp.service import Clock, MemoryService
 from pma_mcp.ui import pages
@@ -147,7 +153,13 @@ def _number(field: str, text: str) -> float:
     try:
         return float(text)
     except ValueError:
-        raise InvalidInputError(field, f"must be a number from 0 to 1, got {text!r}") from None
+        raise InvalidInputError(field, f"must be a number from 0 to 1, got {_shown(text)}"
+                                ) from None
+
+
+def _shown(text: str) -> str:
+    """A rejected value as an error quotes it: short, so the message stays one line."""
+    return repr(text if len(text) <= 40 else text[:40] + "…")
 
 
 class _Views:
@@ -287,10 +299,14 @@ def _window(value: str | None) -> int:
 
 
 def _seq(value: str | None) -> int | None:
+    """A listing's page key: ASCII digits up to the store's largest INTEGER (a longer one
+    would overflow the driver, a Unicode digit would not parse)."""
     if value is None or value == "":
         return None
-    if not value.isdigit():
-        raise InvalidInputError("before", f"must be a whole number, got {value!r}")
+    if not (value.isascii() and value.isdigit()) or len(value) > len(str(MAX_COUNT)) or (
+            int(value) > MAX_COUNT):
+        raise InvalidInputError("before", f"must be a whole number from 0 to {MAX_COUNT}, "
+                                f"got {_shown(value)}")
     return int(value)
 
 
@@ -328,6 +344,13 @@ def address(sock: socket.socket, secrets: Secrets) -> str:
     return f"http://127.0.0.1:{sock.getsockname()[1]}/?token={secrets.token}"
 
 
+async def _can_open(settings: Settings) -> None:
+    """Open and close the store once before serving: a store that cannot be opened is then
+    one line on stderr, not a server that fails at its first start-up step."""
+    service = await MemoryService.open(settings)
+    await service.close()
+
+
 def main(argv: Sequence[str]) -> int:
     """`pma-mcp ui [--port N]`: print the URL (with this run's token) on stderr and serve."""
     parser = argparse.ArgumentParser(
@@ -342,6 +365,16 @@ def main(argv: Sequence[str]) -> int:
         return 1
     logging.basicConfig(stream=sys.stderr, level=settings.log_level,
                         format="pma-mcp ui: %(levelname)s %(name)s: %(message)s")
+    if not 0 <= args.port <= 65_535:
+        sys.stderr.write(f"pma-mcp ui: --port must be from 0 to 65535, got {args.port}\n")
+        return 1
+    try:
+        asyncio.run(_can_open(settings))
+    except Exception as err:  # the store cannot be opened: say why as the CLI does, and stop
+        log.debug("opening the store failed", exc_info=True)
+        sys.stderr.write(error_line("pma-mcp ui", err, hint="set PMA_LOG_LEVEL=DEBUG for "
+                                    "details"))
+        return 1
     try:
         sock = bind(args.port)
     except OSError as err:

@@ -289,6 +289,15 @@ class PgBackend:
         orphaned = sorted(s for s in kept if s not in seqs)
         return len(found) - len(missing), missing, orphaned, [], _vectors_off(found)
 
+    async def identity(self) -> tuple[object, ...]:
+        """The cluster's system identifier (fixed at initdb, the same through every host
+        name, address or port that reaches it), the database's oid and the schema: so
+        `localhost` and `127.0.0.1` are one store, two schemas of one database are two."""
+        row = await self._reads.fetchrow(
+            "SELECT (SELECT system_identifier FROM pg_control_system()), d.oid, "
+            "current_schema() FROM pg_database d WHERE d.datname = current_database()")
+        return (id(self),) if row is None else tuple(row)
+
     async def integrity_check(self) -> str:
         """"ok" when the server answers with this schema; PostgreSQL checks its own pages
         (checksums, WAL), so there is no file-level check to run from here."""

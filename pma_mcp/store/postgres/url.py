@@ -8,8 +8,9 @@ every message that could quote the URL passes through.
 from __future__ import annotations
 
 import re
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
+from pma_mcp.config import url_passwords as secrets
 from pma_mcp.config import url_without_password
 
 _PASSWORD_PARAM = re.compile(r"(password=)[^&\s]*", re.IGNORECASE)
@@ -19,21 +20,6 @@ def location(url: str) -> str:
     """`url` without its password or query string: postgresql://user@host:port/db (the one
     spelling Settings.database shows too)."""
     return url_without_password(url)
-
-
-def secrets(url: str) -> list[str]:
-    """The password(s) `url` carries, raw and percent-decoded."""
-    found: list[str] = []
-    try:
-        parts = urlsplit(url)
-        userinfo, at, _ = parts.netloc.rpartition("@")
-        if at and ":" in userinfo:
-            found.append(userinfo.partition(":")[2])
-        found += [v for k, v in parse_qsl(parts.query, keep_blank_values=True)
-                  if k.lower() == "password"]
-    except ValueError:
-        pass
-    return [s for raw in found for s in {raw, unquote(raw)} if s]
 
 
 def query_value(url: str, name: str) -> str | None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import math
+import os
 import re
 import sqlite3
 from collections import Counter
@@ -310,6 +311,14 @@ class SqliteBackend:
                     or bytes(term_seq) != packed) and len(off) < 100:
                 off.append(int(seq))
         return off
+
+    async def identity(self) -> tuple[object, ...]:
+        """The file's (device, inode): a hard link or another spelling of the path is the
+        same file; an in-memory database is only ever itself."""
+        if self.location == db.MEMORY:
+            return ("memory", id(self))
+        found = os.stat(self.location)
+        return (found.st_dev, found.st_ino)
 
     async def integrity_check(self) -> str:
         return "\n".join(str(r[0]) for r in await self._reads.fetch("PRAGMA integrity_check"))
