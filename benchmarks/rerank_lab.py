@@ -18,6 +18,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
+import re
 import statistics
 import tempfile
 from collections.abc import Callable, Sequence
@@ -28,6 +30,7 @@ from typing import Any
 from benchmarks.locomo import CATEGORIES, KS, ServiceBackend, load
 from pma_mcp.config import Settings
 from pma_mcp.core.scoring import Weights, relevance_rank
+from pma_mcp.core.text import analysis, lexicon, relevance
 from pma_mcp.service import MemoryService
 
 POOL = 50
@@ -136,6 +139,161 @@ def read_pool(path: Path) -> list[Item]:
 
 def first_pass(item: Item) -> list[str]:
     return [c["dia_id"] for c in item.pool]
+
+
+# ------------------------------------------------------------------ features
+
+
+TIME_WORDS = re.compile(
+    r"\b(yesterday|today|tonight|tomorrow|ago|last|next|recently|weekend|week|month|year|"
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|"
+    r"may|june|july|august|september|october|november|december|summer|winter|spring|fall|"
+    r"autumn|(?:19|20)\d\d)\b", re.IGNORECASE)
+WHEN = re.compile(r"\b(when|what (?:year|month|day|date|time)|how long ago)\b", re.IGNORECASE)
+
+
+@dataclass
+class Features:
+    """Per question: query terms; per candidate: its own terms in order, speaker, session."""
+
+    query: list[str]
+    terms: list[list[str]]
+    speakers: list[str | None]
+    sessions: list[str | None]
+    mentions: list[set[str]]
+    names: set[str]
+    when: bool
+
+
+_features: dict[int, Features] = {}
+
+
+def features(item: Item) -> Features:
+    key = id(item)
+    if key in _features:
+        return _features[key]
+    q = list(relevance.query_terms(item.question))
+    texts = [c["content"] for c in item.pool]
+    bodies = [t.split(":", 1)[1] if lexicon.speaker_of(t) else t for t in texts]
+    speakers = [lexicon.speaker_of(t) for t in texts]
+    people = {w for s in speakers if s for w in lexicon.words(s)}
+    qwords = set(lexicon.words(item.question))
+    names = people & qwords
+    f = Features(q, analysis.term_sequences(bodies), speakers, [c["session"] for c in item.pool],
+                 [set(lexicon.words(b)) & people for b in bodies], names,
+                 bool(WHEN.search(item.question)))
+    _features[key] = f
+    return f
+
+
+def proximity(qterms: Sequence[str], seq: Sequence[str]) -> float:
+    """1 / (1 + shortest span holding two distinct query terms) over the turn's own terms."""
+    wanted = set(qterms)
+    last: dict[str, int] = {}
+    best = None
+    for pos, t in enumerate(seq):
+        if t in wanted:
+            for other, at in last.items():
+                if other != t:
+                    gap = pos - at
+                    best = gap if best is None or gap < best else best
+            last[t] = pos
+    return 0.0 if best is None else 1.0 / best
+
+
+def coverage(qterms: Sequence[str], seq: Sequence[str]) -> float:
+    return len(set(qterms) & set(seq)) / len(qterms) if qterms else 0.0
+
+
+def raw(c: dict[str, Any]) -> float:
+    """The first-pass order unsaturated: BM25 / ideal (semantic = 1 − 10^−x), times the
+    order's lift (order / semantic)."""
+    sem = min(c["semantic"], 1 - 1e-12)
+    x = -math.log10(1.0 - sem) if sem > 0 else 1e-9
+    lift = c["order"] / sem if sem > 0 else 1.0
+    return max(x * lift, 1e-9)
+
+
+RM3_DOCS = 10
+RM3_TERMS = 10
+
+
+def rm3(item: Item, f: Features) -> list[float]:
+    """Relevance-model feedback over the pool: the expansion terms' weight p(t|R) from the
+    first-pass top RM3_DOCS (weighted by their order score), summed over each candidate's
+    own terms, divided by the best candidate's sum."""
+    cache = f.__dict__.setdefault("_rm3", {})
+    if "v" in cache:
+        return list(cache["v"])
+    qset = set(f.query)
+    weight: dict[str, float] = {}
+    for i, c in enumerate(item.pool[:RM3_DOCS]):
+        seq = [t for t in f.terms[i] if t not in qset and t not in lexicon.STOPWORDS]
+        for t in seq:
+            weight[t] = weight.get(t, 0.0) + c["order"] / len(seq)
+    top = dict(sorted(weight.items(), key=lambda kv: -kv[1])[:RM3_TERMS])
+    sums = [sum(top.get(t, 0.0) for t in set(seq)) for seq in f.terms]
+    best = max(sums, default=0.0)
+    v = [x / best if best > 0 else 0.0 for x in sums]
+    cache["v"] = v
+    return list(v)
+
+
+def session_mass(item: Item, f: Features) -> list[float]:
+    """Share of the pool's order mass in the candidate's session (sessions about the topic)."""
+    mass: dict[str | None, float] = {}
+    for c in item.pool:
+        mass[c["session"]] = mass.get(c["session"], 0.0) + c["order"]
+    total = sum(mass.values()) or 1.0
+    return [mass[s] / total for s in f.sessions]
+
+
+def linear(w: dict[str, float], diversify: float = 0.0, depth: int = POOL) -> Reranker:
+    """log(first-pass order) + Σ w_f·f, then greedy session diversification: each further turn
+    of a session already chosen is multiplied by (1 − diversify)^n."""
+
+    def rerank(item: Item) -> list[str]:
+        f = features(item)
+        pool = item.pool[:depth]
+        scores = []
+        for i, c in enumerate(pool):
+            s = math.log(raw(c))
+            if w:
+                seq = f.terms[i]
+                if "prox" in w:
+                    s += w["prox"] * proximity(f.query, seq)
+                if "cov" in w:
+                    s += w["cov"] * coverage(f.query, seq)
+                if "time" in w and f.when:
+                    body = item.pool[i]["content"]
+                    s += w["time"] * (1.0 if TIME_WORDS.search(body) else 0.0)
+                if "both" in w and len(f.names) >= 2:
+                    spk = set(lexicon.words(f.speakers[i] or ""))
+                    s += w["both"] * (1.0 if len((spk | f.mentions[i]) & f.names) >= 2 else 0.0)
+                if "rm3" in w:
+                    s += w["rm3"] * rm3(item, f)[i]
+                if "session" in w:
+                    s += w["session"] * session_mass(item, f)[i]
+                if "mention" in w and f.names:
+                    s += w["mention"] * (1.0 if f.mentions[i] & f.names else 0.0)
+            scores.append(s)
+        order = sorted(range(len(pool)), key=lambda i: -scores[i])
+        if diversify <= 0:
+            return [pool[i]["dia_id"] for i in order] + first_pass(item)[depth:]
+        penalty = math.log(1.0 - diversify)
+        chosen: list[int] = []
+        seen: dict[str | None, int] = {}
+        left = set(order)
+        while left and len(chosen) < 10:
+            best = max(left, key=lambda i: (scores[i] + penalty * seen.get(f.sessions[i], 0),
+                                            -i))
+            chosen.append(best)
+            left.discard(best)
+            seen[f.sessions[best]] = seen.get(f.sessions[best], 0) + 1
+        rest = [i for i in order if i not in chosen]
+        return [pool[i]["dia_id"] for i in chosen + rest]
+
+    return rerank
 
 
 def main() -> None:
