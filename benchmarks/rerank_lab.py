@@ -248,6 +248,24 @@ def session_mass(item: Item, f: Features) -> list[float]:
     return [mass[s] / total for s in f.sessions]
 
 
+def neighbours(item: Item) -> list[tuple[float, float]]:
+    """Per candidate, the unsaturated score of the turn before and after it in its session
+    (0 when that turn is not in the pool), relative to the pool's best."""
+    by_place = {}
+    for c in item.pool:
+        session, _, turn = c["dia_id"].partition(":")
+        if turn.isdigit():
+            by_place[(session, int(turn))] = raw(c)
+    best = max(by_place.values(), default=1.0)
+    out = []
+    for c in item.pool:
+        session, _, turn = c["dia_id"].partition(":")
+        n = int(turn) if turn.isdigit() else -10
+        out.append((by_place.get((session, n - 1), 0.0) / best,
+                    by_place.get((session, n + 1), 0.0) / best))
+    return out
+
+
 def linear(w: dict[str, float], diversify: float = 0.0, depth: int = POOL) -> Reranker:
     """log(first-pass order) + Σ w_f·f, then greedy session diversification: each further turn
     of a session already chosen is multiplied by (1 − diversify)^n."""
@@ -256,6 +274,8 @@ def linear(w: dict[str, float], diversify: float = 0.0, depth: int = POOL) -> Re
         f = features(item)
         pool = item.pool[:depth]
         scores = []
+        near = neighbours(item) if "prev" in w or "next" in w else []
+        mass = session_mass(item, f) if "session" in w else []
         for i, c in enumerate(pool):
             s = math.log(raw(c))
             if w:
@@ -273,7 +293,9 @@ def linear(w: dict[str, float], diversify: float = 0.0, depth: int = POOL) -> Re
                 if "rm3" in w:
                     s += w["rm3"] * rm3(item, f)[i]
                 if "session" in w:
-                    s += w["session"] * session_mass(item, f)[i]
+                    s += w["session"] * mass[i]
+                if "prev" in w or "next" in w:
+                    s += w.get("prev", 0.0) * near[i][0] + w.get("next", 0.0) * near[i][1]
                 if "mention" in w and f.names:
                     s += w["mention"] * (1.0 if f.mentions[i] & f.names else 0.0)
             scores.append(s)
@@ -294,6 +316,37 @@ def linear(w: dict[str, float], diversify: float = 0.0, depth: int = POOL) -> Re
         return [pool[i]["dia_id"] for i in chosen + rest]
 
     return rerank
+
+
+FEATURES = ("prev", "next", "time", "both", "session", "prox", "cov")
+STEPS = (0.0, 0.1, 0.2, 0.4, 0.6)
+
+
+def fit(items: Sequence[Item], rounds: int = 1) -> dict[str, float]:
+    """Coordinate ascent on R@5 over FEATURES' weights (each from STEPS)."""
+    w: dict[str, float] = {}
+    best = evaluate(items, linear(w))[None][1]
+    for _ in range(rounds):
+        for name in FEATURES:
+            for v in STEPS:
+                trial = {**w, name: v}
+                got = evaluate(items, linear(trial))[None][1]
+                if got > best + 1e-9:
+                    best, w = got, trial
+    return {k: v for k, v in w.items() if v}
+
+
+def fitted_cv(items: Sequence[Item]) -> None:
+    """The linear combination fitted on all five conversations, then held out per fold."""
+    print(f"{'fit on all':<28} {fmt(evaluate(items, linear(fit(items))))}  {fit(items)}")
+    convs = sorted({i.conv for i in items})
+    rerankers = {}
+    for conv in convs:
+        w = fit([i for i in items if i.conv != conv])
+        print(f"  fold {conv}: {w}")
+        rerankers[conv] = linear(w)
+    held = evaluate(items, lambda it: rerankers[it.conv](it))
+    print(f"{'held out (LOCO)':<28} {fmt(held)}")
 
 
 def main() -> None:

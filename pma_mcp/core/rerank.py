@@ -1,0 +1,129 @@
+"""The second pass over recall's lexical pool (pure): a fixed linear combination of a few
+features, the same for every backend because it runs above the store.
+
+For the DEPTH best first-pass candidates:
+
+    rank = ln(match · lift) + Σ_f WEIGHTS[f] · f
+
+`match` is the first pass's semantic_similarity unsaturated back to its BM25 share of the ideal
+score (relevance.match_share; near 1.0 similarities differ by too little to add to), `lift` the
+first pass's importance/recency/access factor (scoring.relevance_rank ÷ similarity), so a zero
+weight vector keeps the first-pass order. Features, each in [0, 1]:
+
+- `prev`: the first-pass match of the turn before this one in its session (the pool's nearest
+  earlier candidate of the same session), over the pool's best. A question is answered by
+  the turn after the one that asked it ("what got you into running?" → the reason).
+- `time`: for a when-question ("when", "what year/month/date", "how long ago"), 1 if the
+  turn holds a time expression (a weekday, a month, a season, yesterday, last/next, ago,
+  a year).
+- `both`: for a question naming two or more of the pool's speakers, 1 if the turn holds two
+  of them (as its speaker or in its words).
+- `cov`: the share of the query's terms in the turn's own text.
+
+Weights were fitted on the LoCoMo dev split by coordinate ascent on R@5 and checked with
+leave-one-conversation-out folds (docs/BENCHMARKS.md has the figures; benchmarks/rerank_lab.py
+reproduces them). The rest of the pool keeps its first-pass order after the DEPTH.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pma_mcp.core.text import analysis, bm25, lexicon
+
+DEPTH = 50
+WEIGHTS: dict[str, float] = {"prev": 0.4, "time": 0.6, "both": 0.2, "cov": 0.2}
+
+WHEN = re.compile(r"\b(?:when|what (?:year|month|day|date|time)|how long ago)\b", re.IGNORECASE)
+TIME_WORDS = (
+    "yesterday today tonight tomorrow ago last next recently weekend week month year monday "
+    "tuesday wednesday thursday friday saturday sunday january february march april may june "
+    "july august september october november december summer winter spring fall autumn"
+).split()
+YEAR = re.compile(r"(?:19|20)\d\d")
+
+
+@functools.cache
+def _time_terms() -> frozenset[str]:
+    return frozenset(term for _, term in analysis.stems(TIME_WORDS))
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One first-pass candidate as the second pass sees it."""
+
+    seq: int
+    match: float
+    """BM25 share of the ideal score, times the first pass's lift (> 0)."""
+    session: str | None
+    speaker: str | None
+    terms: frozenset[str]
+    """Its own text's index terms."""
+
+
+def entry(seq: int, match: float, session: str | None, speaker: str | None,
+          vector: str) -> Entry:
+    return Entry(seq, max(match, 1e-12), session, speaker, frozenset(bm25.decode(vector)))
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    terms: tuple[str, ...]
+    """The query's index terms."""
+    when: bool
+    words: frozenset[str]
+    """The query's lower-cased words."""
+
+
+def question(query: str, terms: Sequence[str]) -> Question:
+    return Question(tuple(terms), bool(WHEN.search(query)), frozenset(lexicon.words(query)))
+
+
+def order(entries: Sequence[Entry], q: Question) -> list[int]:
+    """Indices of `entries` (first-pass order) in the second pass's order."""
+    top = entries[:DEPTH]
+    if len(top) < 2:
+        return list(range(len(entries)))
+    scores = [math.log(e.match) + sum(WEIGHTS[k] * v for k, v in _features(top, i, q).items())
+              for i, e in enumerate(top)]
+    ranked = sorted(range(len(top)), key=lambda i: (-scores[i], i))
+    return ranked + list(range(len(top), len(entries)))
+
+
+def _features(top: Sequence[Entry], i: int, q: Question) -> dict[str, float]:
+    e = top[i]
+    out = {"prev": _prev(top, i), "cov": _coverage(e, q)}
+    if q.when:
+        out["time"] = 1.0 if (e.terms & _time_terms()
+                              or any(YEAR.fullmatch(t) for t in e.terms)) else 0.0
+    names = _names(top, q)
+    if len(names) >= 2:
+        held = {n for n, stem in names.items() if stem in e.terms
+                or n in lexicon.words(e.speaker or "")}
+        out["both"] = 1.0 if len(held) >= 2 else 0.0
+    return out
+
+
+def _prev(top: Sequence[Entry], i: int) -> float:
+    e = top[i]
+    if e.session is None:
+        return 0.0
+    before = [o for o in top if o.session == e.session and o.seq < e.seq]
+    if not before:
+        return 0.0
+    best = max(o.match for o in top)
+    return max(before, key=lambda o: o.seq).match / best
+
+
+def _coverage(e: Entry, q: Question) -> float:
+    return len(e.terms.intersection(q.terms)) / len(q.terms) if q.terms else 0.0
+
+
+def _names(top: Sequence[Entry], q: Question) -> dict[str, str]:
+    """Speakers' name words the query holds → their index term."""
+    words = {w for e in top if e.speaker for w in lexicon.words(e.speaker)} & q.words
+    return dict(analysis.stems(sorted(words)))
