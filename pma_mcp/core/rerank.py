@@ -20,6 +20,11 @@ weight vector keeps the first-pass order. Features, each in [0, 1]:
   of them (as its speaker or in its words).
 - `cov`: the share of the query's terms in the turn's own text.
 
+A list question ("what/which <plural>", "how many", "both", "some": its answer is several
+turns, often of several sessions) gets no features but session diversification instead: the
+pool is taken greedily, each pick's rank lowered by ln(1 − DIVERSIFY) for every turn of its
+session already taken, so one session's neighbouring turns stop filling the top.
+
 Weights were fitted on the LoCoMo dev split by coordinate ascent on R@5 and checked with
 leave-one-conversation-out folds (docs/BENCHMARKS.md has the figures; benchmarks/rerank_lab.py
 reproduces them). The rest of the pool keeps its first-pass order after the DEPTH.
@@ -45,6 +50,10 @@ TIME_WORDS = (
     "july august september october november december summer winter spring fall autumn"
 ).split()
 YEAR = re.compile(r"(?:19|20)\d\d")
+DIVERSIFY = 0.2
+LIST = re.compile(r"\b(?:what|which)\s+(?:(?:kinds?|types?|sorts?)\s+of\s+)?(\w+)", re.IGNORECASE)
+ALWAYS_LIST = re.compile(r"\b(?:how many|both|some)\b", re.IGNORECASE)
+NOT_PLURAL = frozenset("is was does has this his hers its yours".split())
 
 
 @functools.cache
@@ -75,12 +84,25 @@ class Question:
     terms: tuple[str, ...]
     """The query's index terms."""
     when: bool
+    several: bool
+    """A list question (see the module docstring)."""
     words: frozenset[str]
     """The query's lower-cased words."""
 
 
 def question(query: str, terms: Sequence[str]) -> Question:
-    return Question(tuple(terms), bool(WHEN.search(query)), frozenset(lexicon.words(query)))
+    return Question(tuple(terms), bool(WHEN.search(query)), _several(query),
+                    frozenset(lexicon.words(query)))
+
+
+def _several(query: str) -> bool:
+    if ALWAYS_LIST.search(query):
+        return True
+    match = LIST.search(query)
+    if match is None:
+        return False
+    word = match.group(1).lower()
+    return word in ("are", "were", "have") or (word.endswith("s") and word not in NOT_PLURAL)
 
 
 def order(entries: Sequence[Entry], q: Question) -> list[int]:
@@ -88,10 +110,28 @@ def order(entries: Sequence[Entry], q: Question) -> list[int]:
     top = entries[:DEPTH]
     if len(top) < 2:
         return list(range(len(entries)))
+    if q.several:
+        return _diversified(top) + list(range(len(top), len(entries)))
     scores = [math.log(e.match) + sum(WEIGHTS[k] * v for k, v in _features(top, i, q).items())
               for i, e in enumerate(top)]
     ranked = sorted(range(len(top)), key=lambda i: (-scores[i], i))
     return ranked + list(range(len(top), len(entries)))
+
+
+def _diversified(top: Sequence[Entry]) -> list[int]:
+    penalty = math.log(1.0 - DIVERSIFY)
+    scores = [math.log(e.match) for e in top]
+    taken: dict[str | None, int] = {}
+    left = list(range(len(top)))
+    out: list[int] = []
+    while left:
+        best = max(left, key=lambda i: (scores[i] + penalty * taken.get(top[i].session, 0), -i))
+        left.remove(best)
+        out.append(best)
+        session = top[best].session
+        if session is not None:
+            taken[session] = taken.get(session, 0) + 1
+    return out
 
 
 def _features(top: Sequence[Entry], i: int, q: Question) -> dict[str, float]:
