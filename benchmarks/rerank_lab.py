@@ -21,17 +21,15 @@ import json
 import math
 import re
 import statistics
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.locomo import CATEGORIES, KS, ServiceBackend, load
-from pma_mcp.config import Settings
+from benchmarks.locomo import CATEGORIES, KS, load, stored
+from pma_mcp.core.models import ScoredMemory
 from pma_mcp.core.scoring import Weights, relevance_rank
 from pma_mcp.core.text import analysis, lexicon, relevance
-from pma_mcp.service import MemoryService
 
 POOL = 50
 
@@ -39,32 +37,32 @@ POOL = 50
 # ------------------------------------------------------------------ dump
 
 
+def first_pass_key(r: ScoredMemory) -> tuple[float, float, int]:
+    """The first pass's order (retrieval.search before its second pass): recall returns the
+    top POOL in the second pass's order, which holds the same memories."""
+    return (relevance_rank(r.breakdown, Weights()), r.breakdown.composite, r.memory.seq)
+
+
 async def dump(data: Path, out: Path) -> None:
     convs = load(data)
     weights = Weights()
     rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="pma-lab-") as tmp:
-        settings = Settings(db_path=Path(tmp) / "lab.db", namespace="locomo")
-        async with await MemoryService.open(settings) as service:
-            backend = ServiceBackend(service)
-            for conv in convs:
-                for turn in conv.turns:
-                    await backend.remember(conv, turn)
-            for conv in convs:
-                for q in conv.questions:
-                    found = await service.search(q.text, namespace=conv.namespace, limit=POOL,
-                                                 include_global=False, touch=False)
-                    rows.append({
-                        "conv": conv.sample_id, "question": q.text, "category": q.category,
-                        "evidence": sorted(q.evidence),
-                        "pool": [{"dia_id": str(r.memory.metadata.get("dia_id")),
-                                  "session": r.memory.session_id,
-                                  "content": r.memory.content,
-                                  "seq": r.memory.seq,
-                                  "semantic": r.breakdown.semantic_similarity,
-                                  "order": relevance_rank(r.breakdown, weights)}
-                                 for r in found],
-                    })
+    async with stored(convs, "lab") as service:
+        for conv in convs:
+            for q in conv.questions:
+                found = await service.search(q.text, namespace=conv.namespace, limit=POOL,
+                                             include_global=False, touch=False)
+                rows.append({
+                    "conv": conv.sample_id, "question": q.text, "category": q.category,
+                    "evidence": sorted(q.evidence),
+                    "pool": [{"dia_id": str(r.memory.metadata.get("dia_id")),
+                              "session": r.memory.session_id,
+                              "content": r.memory.content,
+                              "seq": r.memory.seq,
+                              "semantic": r.breakdown.semantic_similarity,
+                              "order": relevance_rank(r.breakdown, weights)}
+                             for r in sorted(found, key=first_pass_key, reverse=True)],
+                })
     out.write_text(json.dumps(rows), encoding="utf-8")
     print(f"dumped {len(rows)} questions, pool {POOL}, to {out}")
 
