@@ -10,8 +10,10 @@ score (relevance.match_share; near 1.0 similarities differ by too little to add 
 first pass's importance/recency/access factor (scoring.relevance_rank ÷ similarity), so a zero
 weight vector keeps the first-pass order. Features, each in [0, 1]:
 
-- `prev`: the first-pass match of the turn before this one in its session (the pool's nearest
-  earlier candidate of the same session), over the pool's best. A question is answered by
+- `prev`: the first-pass match of the turn stored just before this one (the previous seq) if
+  it is of the same session and in the pool, over the pool's best (the pool's nearest earlier
+  turn of the session instead measured 0.005 R@5 lower: a turn two or more back is no question
+  this one answers). A question is answered by
   the turn after the one that asked it ("what got you into running?" → the reason).
 - `time`: for a when-question ("when", "what year/month/date", "how long ago"), 1 if the
   turn holds a time expression (a weekday, a month, a season, yesterday, last/next, ago,
@@ -152,11 +154,10 @@ def _prev(top: Sequence[Entry], i: int) -> float:
     e = top[i]
     if e.session is None:
         return 0.0
-    before = [o for o in top if o.session == e.session and o.seq < e.seq]
-    if not before:
-        return 0.0
-    best = max(o.match for o in top)
-    return max(before, key=lambda o: o.seq).match / best
+    for o in top:  # the memory stored just before, if it is of the same session
+        if o.seq == e.seq - 1 and o.session == e.session:
+            return o.match / max(x.match for x in top)
+    return 0.0
 
 
 def _coverage(e: Entry, q: Question) -> float:
