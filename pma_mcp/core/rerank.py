@@ -51,7 +51,6 @@ TIME_WORDS = (
     "tuesday wednesday thursday friday saturday sunday january february march april may june "
     "july august september october november december summer winter spring fall autumn"
 ).split()
-YEAR = re.compile(r"(?:19|20)\d\d")
 DIVERSIFY = 0.2
 LIST = re.compile(r"\b(?:what|which)\s+(?:(?:kinds?|types?|sorts?)\s+of\s+)?(\w+)", re.IGNORECASE)
 ALWAYS_LIST = re.compile(r"\b(?:how many|both|some)\b", re.IGNORECASE)
@@ -61,6 +60,10 @@ NOT_PLURAL = frozenset("is was does has this his hers its yours".split())
 @functools.cache
 def _time_terms() -> frozenset[str]:
     return frozenset(term for _, term in analysis.stems(TIME_WORDS))
+
+
+def _is_year(term: str) -> bool:
+    return len(term) == 4 and term[:2] in ("19", "20") and term.isdigit()
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,8 +117,23 @@ def order(entries: Sequence[Entry], q: Question) -> list[int]:
         return list(range(len(entries)))
     if q.several:
         return _diversified(top) + list(range(len(top), len(entries)))
-    scores = [math.log(e.match) + sum(WEIGHTS[k] * v for k, v in _features(top, i, q).items())
-              for i, e in enumerate(top)]
+    names = _names(top, q)
+    best = max(e.match for e in top)
+    by_seq = {e.seq: e for e in top}
+    time_terms = _time_terms()
+    scores = []
+    for e in top:
+        s = math.log(e.match) + WEIGHTS["cov"] * _coverage(e, q)
+        before = by_seq.get(e.seq - 1)  # the memory stored just before, of the same session
+        if before is not None and e.session is not None and before.session == e.session:
+            s += WEIGHTS["prev"] * before.match / best
+        if q.when and (not time_terms.isdisjoint(e.terms) or any(map(_is_year, e.terms))):
+            s += WEIGHTS["time"]
+        if len(names) >= 2:
+            speaker = lexicon.words(e.speaker or "")
+            held = sum(1 for n, stem in names.items() if stem in e.terms or n in speaker)
+            s += WEIGHTS["both"] * (held >= 2)
+        scores.append(s)
     ranked = sorted(range(len(top)), key=lambda i: (-scores[i], i))
     return ranked + list(range(len(top), len(entries)))
 
@@ -127,37 +145,13 @@ def _diversified(top: Sequence[Entry]) -> list[int]:
     left = list(range(len(top)))
     out: list[int] = []
     while left:
-        best = max(left, key=lambda i: (scores[i] + penalty * taken.get(top[i].session, 0), -i))
-        left.remove(best)
-        out.append(best)
-        session = top[best].session
+        pick = max(left, key=lambda i: (scores[i] + penalty * taken.get(top[i].session, 0), -i))
+        left.remove(pick)
+        out.append(pick)
+        session = top[pick].session
         if session is not None:
             taken[session] = taken.get(session, 0) + 1
     return out
-
-
-def _features(top: Sequence[Entry], i: int, q: Question) -> dict[str, float]:
-    e = top[i]
-    out = {"prev": _prev(top, i), "cov": _coverage(e, q)}
-    if q.when:
-        out["time"] = 1.0 if (e.terms & _time_terms()
-                              or any(YEAR.fullmatch(t) for t in e.terms)) else 0.0
-    names = _names(top, q)
-    if len(names) >= 2:
-        held = {n for n, stem in names.items() if stem in e.terms
-                or n in lexicon.words(e.speaker or "")}
-        out["both"] = 1.0 if len(held) >= 2 else 0.0
-    return out
-
-
-def _prev(top: Sequence[Entry], i: int) -> float:
-    e = top[i]
-    if e.session is None:
-        return 0.0
-    for o in top:  # the memory stored just before, if it is of the same session
-        if o.seq == e.seq - 1 and o.session == e.session:
-            return o.match / max(x.match for x in top)
-    return 0.0
 
 
 def _coverage(e: Entry, q: Question) -> float:
