@@ -461,30 +461,39 @@ def time_true_report(run: TimeTrueRun, convs: Sequence[Conversation],
 FLOORS = (0.35, 0.45, 0.55)
 
 
-async def floor_report(convs: Sequence[Conversation]) -> list[str]:
-    """The prompt hook's relevance floor (PMA_HOOK_MIN_SIMILARITY), measured: of the evidence
-    turns recall finds in its top 10, the share at or above each floor; and the share of
-    questions that would inject something if asked in another conversation's namespace."""
-    with tempfile.TemporaryDirectory(prefix="pma-locomo-floor-") as tmp:
-        settings = Settings(db_path=Path(tmp) / "floor.db", namespace="locomo")
+@asynccontextmanager
+async def stored(convs: Sequence[Conversation], name: str) -> AsyncIterator[MemoryService]:
+    """An in-process service over a temporary SQLite store holding every turn of `convs`."""
+    with tempfile.TemporaryDirectory(prefix=f"pma-locomo-{name}-") as tmp:
+        settings = Settings(db_path=Path(tmp) / f"{name}.db", namespace="locomo")
         async with await MemoryService.open(settings) as service:
             backend = ServiceBackend(service)
             for conv in convs:
                 for turn in conv.turns:
                     await backend.remember(conv, turn)
-            found: list[float] = []
-            foreign: list[float] = []
-            for i, conv in enumerate(convs):
-                other = convs[(i + 1) % len(convs)]
-                for q in conv.questions:
-                    hits = await service.search(q.text, namespace=conv.namespace, limit=LIMIT,
-                                                include_global=False, touch=False)
-                    found += [r.breakdown.semantic_similarity for r in hits
-                              if str(r.memory.metadata.get("dia_id")) in q.evidence]
-                    if other is not conv:
-                        top = await service.search(q.text, namespace=other.namespace, limit=1,
-                                                   include_global=False, touch=False)
-                        foreign.append(top[0].breakdown.semantic_similarity if top else 0.0)
+            yield service
+
+
+async def floor_report(convs: Sequence[Conversation]) -> list[str]:
+    """The prompt hook's relevance floor (PMA_HOOK_MIN_SIMILARITY), measured: of the evidence
+    turns recall finds in its top 10, the share at or above each floor; and the share of
+    questions that would inject something if asked in another conversation's namespace."""
+    async with stored(convs, "floor") as service:
+        found: list[float] = []
+        foreign: list[float] = []
+        for i, conv in enumerate(convs):
+            other = convs[(i + 1) % len(convs)]
+            for q in conv.questions:
+                hits = await service.search(q.text, namespace=conv.namespace, limit=LIMIT,
+                                            include_global=False, touch=False)
+                found += [r.breakdown.semantic_similarity for r in hits
+                          if str(r.memory.metadata.get("dia_id")) in q.evidence]
+                if other is not conv:
+                    # Something injects when any candidate clears the floor, whatever its place.
+                    top = await service.search(q.text, namespace=other.namespace, limit=LIMIT,
+                                               include_global=False, touch=False)
+                    foreign.append(max((r.breakdown.semantic_similarity for r in top),
+                                       default=0.0))
     lines = [f"{'floor':<7}| evidence found in top 10 kept | questions of another "
              "conversation that inject"]
     for floor in FLOORS:

@@ -58,6 +58,11 @@ class Candidate:
     importance: float
     created_at: float
     access_count: int
+    speaker: str | None = None
+    """A lexical candidate's: who speaks in it ("Name: text"), its content term vector
+    (bm25.encode) and session, what the second pass (core/rerank.py) reads."""
+    terms: str = ""
+    session_id: str | None = None
 
 
 

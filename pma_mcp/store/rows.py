@@ -50,8 +50,10 @@ _TIERS = {t.value: t for t in MemoryType}  # a dict look-up: MemoryType(value) c
 _KINDS = {k.value: k for k in MemoryKind}
 
 DOCUMENT = "m.terms, m.label_terms, m.context_terms, m.doc_len"
-CANDIDATE = f"m.seq, m.importance, m.created_at, m.access_count, m.speaker, {DOCUMENT}"
-"""What lexical ranking reads of a candidate: `ranked` columns, the speaker, its vectors."""
+CANDIDATE = (f"m.seq, m.importance, m.created_at, m.access_count, m.speaker, {DOCUMENT}, "
+             "m.session_id")
+"""What lexical ranking reads of a candidate: `ranked` columns, the speaker, its vectors, its
+session (the second pass, core/rerank.py, reads speaker, content terms and session)."""
 
 LINEAGE_COLUMNS = ("memory_id, namespace, event, at, from_tier, to_tier, score, reason, count, "
                    "last_at")
@@ -116,9 +118,14 @@ def document(row: Row, start: int) -> bm25.Document:
 
 
 def ranked(row: Row, semantic: float) -> Candidate:
-    """A Candidate from (seq, importance, created_at, access_count, ...)."""
+    """A Candidate from (seq, importance, created_at, access_count, ...): CANDIDATE's columns
+    give it speaker, content terms and session too."""
+    if len(row) < 10:
+        return Candidate(seq=int(row[0]), semantic=semantic, importance=float(row[1]),
+                         created_at=float(row[2]), access_count=int(row[3]))
     return Candidate(seq=int(row[0]), semantic=semantic, importance=float(row[1]),
-                     created_at=float(row[2]), access_count=int(row[3]))
+                     created_at=float(row[2]), access_count=int(row[3]),
+                     speaker=row[4], terms=str(row[5]), session_id=row[9])
 
 
 def lineage_event(r: Row) -> LineageEvent:

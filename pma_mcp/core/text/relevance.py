@@ -76,6 +76,14 @@ def similarity(score: float, ideal: float) -> float:
     return 1.0 - math.pow(1.0 - FULL_MATCH_SIMILARITY, score / ideal)
 
 
+def match_share(similarity_: float) -> float:
+    """The inverse of `similarity`: the BM25 score over the ideal (0 for no match). Unbounded,
+    so it still tells matches apart where similarities crowd below 1."""
+    if similarity_ <= 0:
+        return 0.0
+    return math.log(max(1.0 - similarity_, 1e-300)) / math.log(1.0 - FULL_MATCH_SIMILARITY)
+
+
 def query_terms(query: str) -> dict[str, str]:
     """Each searchable term of `query` → the first word that gave it (query order)."""
     terms: dict[str, str] = {}
