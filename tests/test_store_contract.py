@@ -456,7 +456,7 @@ async def test_most_of_the_store_in_scope_ranks_as_a_filtered_search(store: Stor
     (store/sqlite/backend.py): the same candidates, in the same order, as the search that
     filters every match (a tag filter every memory passes forces that one)."""
     ours = [(await store.insert(mem(f"export job note {i}: " + "retries stay capped " * (i % 7),
-                                    tags=("t",))))[0] for i in range(40)]
+                                    tags=("t",), kind=KINDS[i % 2])))[0] for i in range(40)]
     for i in range(10):  # the best matches lie outside the scope
         await store.insert(mem(f"export job {i}", namespace=OTHER, tags=("t",)))
     for old in ours[:3]:  # and among the scope's, superseded ones
@@ -468,4 +468,12 @@ async def test_most_of_the_store_in_scope_ranks_as_a_filtered_search(store: Stor
         assert plain == tagged
         assert len(plain) == min(limit, 40)
         assert not {h.seq for h in plain} & {m.seq for m in ours[:3]}
+        decided = Scope(namespaces=(NS,), kind=MemoryKind.DECISION)
+        filtered = dataclasses.replace(decided, tags=("t",))
+        found = await store.lexical_candidates("export job", decided, limit)
+        assert found == await store.lexical_candidates("export job", filtered, limit)
+        assert {h.seq for h in found} <= {m.seq for m in ours[::2]}
     await consistent(store)
+
+
+KINDS = (MemoryKind.DECISION, MemoryKind.NOTE)

@@ -177,14 +177,16 @@ def scope_where(scope: Scope) -> tuple[str, list[Any]]:
     return " AND ".join(parts), params
 
 
-SCOPE_COLUMNS = "m.namespace, m.memory_type, m.superseded_by"
+SCOPE_COLUMNS = "m.namespace, m.memory_type, m.superseded_by, m.kind"
 """What `in_scope` reads of a row, in this order."""
 
 
-def in_scope(namespace: str, memory_type: str, superseded_by: str | None, scope: Scope) -> bool:
+def in_scope(namespace: str, memory_type: str, superseded_by: str | None, kind: str,
+             scope: Scope) -> bool:
     """`scope_where` for one row, without its tag filter (a caller with tags uses SQL)."""
     return (namespace in scope.namespaces
             and (scope.memory_type is None or memory_type == scope.memory_type.value)
+            and (scope.kind is None or kind == scope.kind.value)
             and (superseded_by is None or scope.memory_type == MemoryType.ARCHIVED))
 
 

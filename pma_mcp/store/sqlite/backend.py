@@ -249,10 +249,10 @@ class SqliteBackend:
             "ORDER BY rank LIMIT ?) best LEFT JOIN memories m ON m.seq = best.seq "
             "ORDER BY best.rank",
             *relevance.COLUMN_WEIGHTS, match, fetch)
-        width = len(found[0]) - 3 if found else 0
+        width = len(found[0]) - 4 if found else 0
         kept = [r[:width] for r in found
-                if r[width] is not None and rows.in_scope(r[width], r[width + 1],
-                                                          r[width + 2], scope)]
+                if r[width] is not None and rows.in_scope(r[width], r[width + 1], r[width + 2],
+                                                          r[width + 3], scope)]
         if len(kept) >= limit or len(found) < fetch:
             return kept[:limit]
         return None
