@@ -121,7 +121,11 @@ async def old_store(db: Path, real: Path, link: Path) -> None:
             for table in ("memories", "lineage", "namespace_terms", "namespace_stats"):
                 conn.execute(f"UPDATE {table} SET namespace = ? WHERE namespace = ?",
                              (spelling, f"old-{i}"))
-    # ... and at the schema version before the one that folds old spellings.
+    # ... and at the schema version before the one that folds old spellings, without what
+    # later versions added (the kind column): the fold then reads rows of today's shape
+    # only because every pending migration's columns come before any migration's fill.
+    conn.execute("DROP INDEX memories_kind")
+    conn.execute("ALTER TABLE memories DROP COLUMN kind")
     conn.execute(f"PRAGMA user_version = {FOLD_VERSION - 1}")
     conn.close()
 

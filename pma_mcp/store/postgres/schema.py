@@ -224,7 +224,9 @@ async def migrate(
 ) -> tuple[int, int]:
     """Apply every pending migration in one transaction; (version found, version left).
 
-    Raises ValueError when the schema is newer than this code (the caller words it).
+    Raises ValueError when the schema is newer than this code (the caller words it). Every
+    pending step's statements run before any step's `fill`, which is today's store code
+    reading today's columns (as on SQLite, store/sqlite/db.migrate).
     """
     latest = migrations[-1].version
     found = await current_version(conn)
@@ -236,12 +238,13 @@ async def migrate(
         await conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
         found = await current_version(conn)
         _refuse_newer(found, latest)
-        for step in migrations:
-            if step.version > found:
-                for statement in step.statements:
-                    await conn.execute(statement)
-                if step.fill is not None:
-                    await step.fill(conn)
+        pending = [step for step in migrations if step.version > found]
+        for step in pending:
+            for statement in step.statements:
+                await conn.execute(statement)
+        for step in pending:
+            if step.fill is not None:
+                await step.fill(conn)
         await conn.execute("DELETE FROM schema_version")
         await conn.execute("INSERT INTO schema_version (version) VALUES ($1)", latest)
     return found, latest

@@ -316,7 +316,9 @@ async def migrate(conn: aiosqlite.Connection, migrations: Sequence[Migration]) -
     """Apply every migration newer than the file's user_version; return the final version.
 
     Runs inside one write transaction, re-reading the version after taking the lock, so two
-    processes opening a new file at once migrate it exactly once.
+    processes opening a new file at once migrate it exactly once. Every pending step's
+    statements run before any step's `fill`: a fill is today's store code and reads rows with
+    today's columns (a v14 fold of an older file reads the kind column v15 adds).
     """
     latest = migrations[-1].version if migrations else 0
     current = await schema_version(conn)
@@ -329,12 +331,12 @@ async def migrate(conn: aiosqlite.Connection, migrations: Sequence[Migration]) -
         return current
     async with transaction(conn):
         current = await schema_version(conn)
-        for step in migrations:
-            if step.version <= current:
-                continue
+        pending = [step for step in migrations if step.version > current]
+        for step in pending:
             log.info("migrating database schema to v%d (%s)", step.version, step.name)
             for statement in (*step.statements, *step.derive):
                 await conn.execute(statement)
+        for step in pending:
             if step.fill is not None:
                 await step.fill(conn)
         await conn.execute(f"PRAGMA user_version = {latest}")
