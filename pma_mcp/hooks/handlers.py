@@ -119,7 +119,7 @@ def _asyncio(settings: Settings) -> ModuleType:
     `sys.modules` entry of None makes that import fail, and asyncio is written to do without
     it; the entry is removed afterwards, so a later `import ssl` loads the real module.
     """
-    if "asyncio" in sys.modules or settings.store_file is None:
+    if settings.store_file is None or "asyncio" in sys.modules or "ssl" in sys.modules:
         import asyncio
 
         return asyncio
