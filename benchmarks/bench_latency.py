@@ -19,7 +19,9 @@ alike; the ratio of p50s is the figure that counts on a shared machine.
 
 `--base CHECKOUT` measures another checkout (its own `.venv`, e.g. a worktree at main) in the
 same run against the same stores and floors: each figure then has a "base" row beside "ours",
-the before/after of a change on a noisy machine.
+the before/after of a change on a noisy machine. Each code runs on its own copy of the
+store; when the base's schema is older, give `--db-dir` stores the base built (ours upgrades
+its copy when it opens it).
 """
 
 from __future__ import annotations
@@ -188,9 +190,13 @@ async def _interleaved(calls: list[tuple[StdioServerParameters, str, Arguments]]
 
 async def bench_store(codes: list[Code], db: Path, url: str | None, size: int, work: Path,
                       floor: StdioServerParameters, runs: int) -> list[Row]:
-    """recall, remember and the prompt hook of every code, taking turns with the floor."""
-    env = _env(db, url)
-    servers = [_params(["-m", "pma_mcp"], env, work, code.python) for code in codes]
+    """recall, remember and the prompt hook of every code, taking turns with the floor.
+
+    On SQLite every code gets its own copy of the store, so a newer code's schema upgrade
+    never locks an older one out."""
+    envs = [_env(_copy_for(db, code) if url is None else db, url) for code in codes]
+    servers = [_params(["-m", "pma_mcp"], env, work, code.python)
+               for code, env in zip(codes, envs, strict=True)]
     rng = random.Random(size)
     questions = [prompt_text(rng) for _ in range(runs + 5)]
     echo: Arguments = lambda i: {"text": questions[i + 5]}  # noqa: E731
@@ -212,7 +218,7 @@ async def bench_store(codes: list[Code], db: Path, url: str | None, size: int, w
     hooks: list[list[float]] = [[] for _ in codes]
     passes = []
     for i in range(-2, runs):
-        for code, out in zip(codes, hooks, strict=True):
+        for code, env, out in zip(codes, envs, hooks, strict=True):
             session = str(uuid.uuid4())
             transcript = work / f"{session}.jsonl"
             write_transcript(transcript, session, questions[i + 2], "ok")
@@ -224,12 +230,18 @@ async def bench_store(codes: list[Code], db: Path, url: str | None, size: int, w
             transcript.unlink()
             if i >= 0:
                 out.append(x)
-        y = _process_ms([sys.executable, "-c", "pass"], b"", env)
+        y = _process_ms([sys.executable, "-c", "pass"], b"", envs[0])
         if i >= 0:
             passes.append(y)
     rows += [Row(c.label, "prompt hook", size, t, passes, "python -c pass")
              for c, t in zip(codes, hooks, strict=True)]
     return rows
+
+
+def _copy_for(db: Path, code: Code) -> Path:
+    copy = db.with_name(f"{db.stem}-{code.label}{db.suffix}")
+    shutil.copy(db, copy)
+    return copy
 
 
 def _target(row: Row) -> str:

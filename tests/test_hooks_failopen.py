@@ -180,8 +180,12 @@ async def test_hook_path_imports_neither_mcp_nor_scikit_learn(
         assert len(hook.rows()) == 91  # the handler really ran, GC share included
 
 
-async def test_prompt_hook_leaves_the_collector_unimported(hook: Hook, tmp_path: Path) -> None:
-    """The prompt hook runs on every prompt and never collects: the GC rules stay unloaded."""
+async def test_prompt_hook_leaves_the_collector_and_tls_unimported(
+    hook: Hook, tmp_path: Path
+) -> None:
+    """The prompt hook runs on every prompt and never collects: the GC rules stay unloaded;
+    on a SQLite file nothing opens a TLS connection, so `ssl` stays unloaded too (the
+    PostgreSQL driver loads it for itself)."""
     await seed(hook.settings, [(f"Export job note {i}: retries capped at {i}.", {})
                                for i in range(5)], background=False)
     payload = {**stop_input(tmp_path / "none.jsonl"), "prompt": "why does the export job time out"}
@@ -190,13 +194,17 @@ async def test_prompt_hook_leaves_the_collector_unimported(hook: Hook, tmp_path:
         "from pma_mcp.cli import main\n"
         "status = main(['hook', 'user-prompt-submit'])\n"
         "sys.stderr.write('\\nCOLLECTOR=' + str('pma_mcp.core.collector' in sys.modules))\n"
+        "sys.stderr.write('\\nTLS=' + str('ssl' in sys.modules))\n"
         "sys.exit(status)\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], input=json.dumps(payload).encode(),
                           capture_output=True, env=hook.env, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
     assert b"retries capped" in proc.stdout  # the handler really answered from the store
-    assert proc.stderr.decode().strip().splitlines()[-1] == "COLLECTOR=False"
+    *_, collector, tls = proc.stderr.decode().strip().splitlines()
+    assert collector == "COLLECTOR=False"
+    if hook.settings.database_url is None:
+        assert tls == "TLS=False"
 
 
 # ----------------------------------------------------------------- namespaces

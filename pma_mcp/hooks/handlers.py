@@ -16,13 +16,13 @@ the last exchange), pre-compact (save every exchange not saved yet).
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import re
 import sys
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from pma_mcp.core.namespaces import AUTO_SAVED_TAG
@@ -102,12 +102,33 @@ def _run(event: str, handler: Handler) -> str | None:
             return None
         settings = _settings(payload)
         _set_level(settings)
-        return asyncio.run(handler(payload, settings))
+        output: str | None = _asyncio(settings).run(handler(payload, settings))
+        return output
     except KeyboardInterrupt:
         return None
     except BaseException as exc:  # fail open: the user's session matters more than a memory
         _log_failure(event, exc)
         return None
+
+
+def _asyncio(settings: Settings) -> ModuleType:
+    """asyncio, loaded without TLS support when the store is a SQLite file.
+
+    asyncio imports `ssl` (with `_ssl` and OpenSSL, about a tenth of a prompt hook's imports)
+    only to offer TLS connections, which only a PostgreSQL store's driver may open. A
+    `sys.modules` entry of None makes that import fail, and asyncio is written to do without
+    it; the entry is removed afterwards, so a later `import ssl` loads the real module.
+    """
+    if settings.store_file is None or "asyncio" in sys.modules or "ssl" in sys.modules:
+        import asyncio
+
+        return asyncio
+    sys.modules["ssl"] = None  # type: ignore[assignment]
+    try:
+        import asyncio
+    finally:
+        del sys.modules["ssl"]
+    return asyncio
 
 
 def _emit(stream: Any, text: str) -> None:
