@@ -27,9 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.locomo import CATEGORIES, KS, load, stored
+from pma_mcp.core import rerank
 from pma_mcp.core.models import ScoredMemory
 from pma_mcp.core.scoring import Weights, relevance_rank
-from pma_mcp.core.text import analysis, lexicon, relevance
+from pma_mcp.core.text import analysis, bm25, lexicon, relevance
 
 POOL = 50
 
@@ -137,6 +138,40 @@ def read_pool(path: Path) -> list[Item]:
 
 def first_pass(item: Item) -> list[str]:
     return [c["dia_id"] for c in item.pool]
+
+
+def entries(item: Item) -> list[rerank.Entry]:
+    """The pool as core/rerank.py sees it in the product (service/retrieval.py builds the same
+    from the store's rows: the content's own index terms, the speaker, the session)."""
+    out = []
+    for c in item.pool:
+        counts: dict[str, int] = {}
+        for term, doc in analysis.tokens([c["content"], ""]):
+            if doc == 0:
+                counts[term] = counts.get(term, 0) + 1
+        sem = c["semantic"]
+        match = relevance.match_share(sem) * (c["order"] / sem if sem > 0 else 1.0)
+        out.append(rerank.entry(c["seq"], match, c["session"], lexicon.speaker_of(c["content"]),
+                                bm25.encode(counts)))
+    return out
+
+
+def second_pass(item: Item) -> list[str]:
+    """The shipped second pass (core/rerank.order) over the dumped pool."""
+    q = rerank.question(item.question, list(relevance.query_terms(item.question)))
+    return [item.pool[i]["dia_id"] for i in rerank.order(entries(item), q)]
+
+
+def depth_line(items: Sequence[Item]) -> str:
+    """First-pass recall at the pool's depths: how much the second pass could still reach."""
+    depths = [k for k in (5, 10, 20, 50, 100) if k <= max(len(i.pool) for i in items)]
+
+    def at(k: int) -> float:
+        return statistics.fmean(len(i.evidence & set(first_pass(i)[:k])) / len(i.evidence)
+                                for i in items)
+
+    return ("first-pass R@" + " / ".join(map(str, depths)) + " = "
+            + " / ".join(f"{at(k):.3f}" for k in depths))
 
 
 # ------------------------------------------------------------------ features
@@ -362,6 +397,8 @@ def main() -> None:
         items = read_pool(args.pool)
         print(HEADER)
         print(f"{'first pass':<28} {fmt(evaluate(items, first_pass))}")
+        print(f"{'second pass (core/rerank)':<28} {fmt(evaluate(items, second_pass))}")
+        print(depth_line(items))
 
 
 if __name__ == "__main__":
