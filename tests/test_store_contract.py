@@ -477,3 +477,13 @@ async def test_most_of_the_store_in_scope_ranks_as_a_filtered_search(store: Stor
 
 
 KINDS = (MemoryKind.DECISION, MemoryKind.NOTE)
+
+
+async def test_a_subnormal_importance_ranks_as_zero_without_an_underflow(store: Store) -> None:
+    """PostgreSQL raises on a float8 product that underflows (0.3 × 5e-324); the query-less
+    composite counts such an importance as 0 on both backends."""
+    tiny, _ = await store.insert(mem("export export", importance=5e-324))
+    zero, _ = await store.insert(mem("export plan", importance=0.0))
+    found = await store.static_candidates(Scope(namespaces=(NS,)), 5, NOW, Weights())
+    assert {c.seq for c in found} == {tiny.seq, zero.seq}
+    assert (await store.get(tiny.id)).importance == 5e-324  # type: ignore[union-attr]

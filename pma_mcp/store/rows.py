@@ -60,14 +60,16 @@ LINEAGE_COLUMNS = ("memory_id, namespace, event, at, from_tier, to_tier, score, 
 INSERT_LINEAGE = f"INSERT INTO lineage ({LINEAGE_COLUMNS}) VALUES ({', '.join('?' * 10)})"
 
 STATIC_SCORE = (
-    "(?::float8 * m.importance + ?::float8 * exp(-least(?::float8 * greatest(0::float8, "
+    "(?::float8 * (CASE WHEN m.importance < 1e-300 THEN 0::float8 ELSE m.importance END) "
+    "+ ?::float8 * exp(-least(?::float8 * greatest(0::float8, "
     "(?::float8 - m.created_at) / 3600::float8), 700::float8)) "
     "+ ?::float8 * least(ln(1::float8 + m.access_count) / ?::float8, 1::float8))"
 )
 """The query-less composite of scoring.score over alias m, to order and filter rows in SQL
 only (callers rescore with scoring.py). Float8 throughout: PostgreSQL would otherwise compute
 a bare literal in numeric, rounded unlike Python's floats. Recency's exponent is capped
-(PostgreSQL's exp() raises on underflow). Parameters: `static_score_args`."""
+and a subnormal importance counts as 0 (PostgreSQL's exp() and products raise on
+underflow). Parameters: `static_score_args`."""
 
 
 def static_score_args(weights: Weights, now: float) -> tuple[float, ...]:
