@@ -155,6 +155,14 @@ class Connection(aiosqlite.Connection):
             raise fault from exc
 
 
+async def in_thread(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
+    """`fn` on the connection's own sqlite3 connection, in its thread (several statements in
+    one trip; a `Connection`'s faults are mapped as every statement's are)."""
+    raw: sqlite3.Connection = conn._conn
+    result: T = await conn._execute(fn, raw)  # type: ignore[no-untyped-call]
+    return result
+
+
 def _is_corrupt(exc: sqlite3.Error) -> bool:
     """A damaged page in a real database (not a file that is no database at all)."""
     code = getattr(exc, "sqlite_errorcode", None)

@@ -20,13 +20,19 @@ from pma_mcp.store.sqlite.backend import SqliteTx
 
 async def _fold_spellings(conn: aiosqlite.Connection) -> None:
     """steps.fold_spellings inside the migration's transaction."""
-    work = upkeep.Work(SqliteTx(conn, getattr(conn, "database", db.MEMORY)))
+    tx = SqliteTx(conn, getattr(conn, "database", db.MEMORY))
+    work = upkeep.Work(tx)
     await steps.fold_spellings(work, time.time())
     await work.flush()
+    await tx.flush()
+
 
 async def _infer_kinds(conn: aiosqlite.Connection) -> None:
     """steps.infer_kinds inside the migration's transaction."""
-    await steps.infer_kinds(SqliteTx(conn, getattr(conn, "database", db.MEMORY)))
+    tx = SqliteTx(conn, getattr(conn, "database", db.MEMORY))
+    await steps.infer_kinds(tx)
+    await tx.flush()
+
 
 SPELLINGS_FOLDED = 14
 """The version whose step folds namespaces stored under another spelling of a path."""
