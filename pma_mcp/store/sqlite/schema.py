@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import time
 
-import aiosqlite
-
 from pma_mcp.core.models import MemoryKind
 from pma_mcp.core.text.analysis import TOKENIZER as FTS_TOKENIZER  # Porter over unicode61
 from pma_mcp.store import steps, upkeep
@@ -18,15 +16,15 @@ from pma_mcp.store.sqlite import db
 from pma_mcp.store.sqlite.backend import SqliteTx
 
 
-async def _fold_spellings(conn: aiosqlite.Connection) -> None:
+async def _fold_spellings(conn: db.Conn) -> None:
     """steps.fold_spellings inside the migration's transaction."""
-    work = upkeep.Work(SqliteTx(conn, getattr(conn, "database", db.MEMORY)))
+    work = upkeep.Work(SqliteTx(conn, conn.database))
     await steps.fold_spellings(work, time.time())
     await work.flush()
 
-async def _infer_kinds(conn: aiosqlite.Connection) -> None:
+async def _infer_kinds(conn: db.Conn) -> None:
     """steps.infer_kinds inside the migration's transaction."""
-    await steps.infer_kinds(SqliteTx(conn, getattr(conn, "database", db.MEMORY)))
+    await steps.infer_kinds(SqliteTx(conn, conn.database))
 
 SPELLINGS_FOLDED = 14
 """The version whose step folds namespaces stored under another spelling of a path."""
