@@ -30,10 +30,13 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Iterable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pma_mcp.core import redact, validation
-from pma_mcp.core.models import ImportItem, MemoryEdit, NewMemory
+from pma_mcp.core.models import MemoryEdit, NewMemory
+
+if TYPE_CHECKING:
+    from pma_mcp.core.records import ImportItem
 
 _Write = TypeVar("_Write", NewMemory, MemoryEdit)
 

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pma_mcp.core import scoring
 from pma_mcp.core.models import (
     GCFacts,
-    LineageEvent,
     Memory,
     MemoryKind,
     MemoryType,
@@ -26,6 +25,9 @@ from pma_mcp.core.scoring import Weights
 from pma_mcp.core.text import bm25
 from pma_mcp.store.base import Candidate
 from pma_mcp.store.seam import Row
+
+if TYPE_CHECKING:
+    from pma_mcp.core.records import LineageEvent
 
 COLUMNS = (
     "seq, id, namespace, content, memory_type, importance, tags, linked_entities, token_count, "
@@ -131,6 +133,8 @@ def ranked(row: Row, semantic: float) -> Candidate:
 
 
 def lineage_event(r: Row) -> LineageEvent:
+    from pma_mcp.core.records import LineageEvent  # a record most processes never build
+
     """From (memory_id, event, at, from_tier, to_tier, score, reason, count, last_at)."""
     return LineageEvent(
         memory_id=r[0], event=r[1], at=to_datetime(r[2]),
