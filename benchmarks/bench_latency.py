@@ -2,7 +2,7 @@
 
     uv run python -m benchmarks.bench_latency [--sizes 20000 100000] [--runs 60]
         [--db-dir DIR] [--backend sqlite|postgres|both] [--database-url URL]
-        [--base CHECKOUT]
+        [--base CHECKOUT] [--only start recall remember hook]
 
 - start: `pma-mcp` spawned → `tools/list` answered (SDK client, fresh store), beside a
   minimal server on the same SDK with one tool (FLOOR_SERVER); target ≤ 1.3×.
@@ -74,6 +74,7 @@ app.run()
 '''
 """The least an SDK server can be: one tool, stdio, nothing else."""
 
+FIGURES = ("start", "recall", "remember", "hook")
 Arguments = Callable[[int], dict[str, Any]]
 """A tool's arguments for call i (negative: warm-up)."""
 
@@ -189,7 +190,8 @@ async def _interleaved(calls: list[tuple[StdioServerParameters, str, Arguments]]
 
 
 async def bench_store(codes: list[Code], db: Path, url: str | None, size: int, work: Path,
-                      floor: StdioServerParameters, runs: int) -> list[Row]:
+                      floor: StdioServerParameters, runs: int,
+                      only: frozenset[str] = frozenset(FIGURES)) -> list[Row]:
     """recall, remember and the prompt hook of every code, taking turns with the floor.
 
     On SQLite every code gets its own copy of the store, so a newer code's schema upgrade
@@ -202,10 +204,21 @@ async def bench_store(codes: list[Code], db: Path, url: str | None, size: int, w
     echo: Arguments = lambda i: {"text": questions[i + 5]}  # noqa: E731
     rows = []
     recall: Arguments = lambda i: {"query": questions[i + 5], "limit": 5}  # noqa: E731
-    *ours, bare = await _interleaved([*[(s, "recall", recall) for s in servers],
-                                      (floor, "echo", echo)], runs)
-    rows += [Row(c.label, "recall", size, t, bare, "echo round trip")
-             for c, t in zip(codes, ours, strict=True)]
+    if "recall" in only:
+        *ours, bare = await _interleaved([*[(s, "recall", recall) for s in servers],
+                                          (floor, "echo", echo)], runs)
+        rows += [Row(c.label, "recall", size, t, bare, "echo round trip")
+                 for c, t in zip(codes, ours, strict=True)]
+    if "remember" in only:
+        rows += await _remember(codes, servers, floor, echo, questions, size, runs)
+    if "hook" in only:
+        rows += _hook(codes, envs, questions, work, size, runs)
+    return rows
+
+
+async def _remember(codes: list[Code], servers: list[StdioServerParameters],
+                    floor: StdioServerParameters, echo: Arguments, questions: list[str],
+                    size: int, runs: int) -> list[Row]:
     tag = uuid.uuid4().hex[:8]
     remembers = [
         (s, "remember",
@@ -213,8 +226,12 @@ async def bench_store(codes: list[Code], db: Path, url: str | None, size: int, w
                                      f"We chose option {i}."}))
         for k, s in enumerate(servers)]
     *ours, bare = await _interleaved([*remembers, (floor, "echo", echo)], runs)
-    rows += [Row(c.label, "remember", size, t, bare, "echo round trip")
-             for c, t in zip(codes, ours, strict=True)]
+    return [Row(c.label, "remember", size, t, bare, "echo round trip")
+            for c, t in zip(codes, ours, strict=True)]
+
+
+def _hook(codes: list[Code], envs: list[dict[str, str]], questions: list[str], work: Path,
+          size: int, runs: int) -> list[Row]:
     hooks: list[list[float]] = [[] for _ in codes]
     passes = []
     for i in range(-2, runs):
@@ -233,9 +250,8 @@ async def bench_store(codes: list[Code], db: Path, url: str | None, size: int, w
         y = _process_ms([sys.executable, "-c", "pass"], b"", envs[0])
         if i >= 0:
             passes.append(y)
-    rows += [Row(c.label, "prompt hook", size, t, passes, "python -c pass")
-             for c, t in zip(codes, hooks, strict=True)]
-    return rows
+    return [Row(c.label, "prompt hook", size, t, passes, "python -c pass")
+            for c, t in zip(codes, hooks, strict=True)]
 
 
 def _copy_for(db: Path, code: Code) -> Path:
@@ -272,6 +288,8 @@ async def main() -> None:
                         help="keep each size's SQLite store here and reuse it")
     parser.add_argument("--base", type=Path, default=None,
                         help="also measure this checkout (its .venv) in the same run")
+    parser.add_argument("--only", nargs="+", choices=FIGURES, default=list(FIGURES),
+                        help="measure only these figures")
     places.add_arguments(parser)
     args = parser.parse_args()
     codes = [Code("ours", sys.executable)]
@@ -291,9 +309,10 @@ async def main() -> None:
                           for size in args.sizes]
                 url = stores[0][2] if stores else None  # PostgreSQL: start against the server
                 rows = [await bench_start(code, work, floor, args.start_runs, url)
-                        for code in codes]
+                        for code in codes] if "start" in args.only else []
                 for size, db, url in stores:
-                    rows += await bench_store(codes, db, url, size, work, floor, args.runs)
+                    rows += await bench_store(codes, db, url, size, work, floor, args.runs,
+                                              frozenset(args.only))
                 report(rows, place.label)
         finally:
             await places.drop_kept()

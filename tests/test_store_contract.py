@@ -12,7 +12,7 @@ import dataclasses
 import hashlib
 import random
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -487,3 +487,31 @@ async def test_a_subnormal_importance_ranks_as_zero_without_an_underflow(store: 
     found = await store.static_candidates(Scope(namespaces=(NS,)), 5, NOW, Weights())
     assert {c.seq for c in found} == {tiny.seq, zero.seq}
     assert (await store.get(tiny.id)).importance == 5e-324  # type: ignore[union-attr]
+
+
+async def test_sharing_candidates_look_up_the_terms_chosen_in_own_text_only(
+    store: Store,
+) -> None:
+    """What `remember` reads to say what a new memory repeats (core/similar.py): memories of
+    the scope holding a chosen term in their own text, best first, never through a
+    neighbour's context, with their content terms."""
+    kestrel, _ = await store.insert(mem("kestrel runs the nightly export job", session="s1"))
+    await store.insert(mem("the export job writes parquet files", session="s1"))
+    other_kind, _ = await store.insert(mem("kestrel also owns billing", kind=MemoryKind.FACT))
+    await store.insert(mem("kestrel notes elsewhere", namespace=OTHER))
+    seen: list[dict[str, int]] = []
+
+    def choose(doc_freq: Mapping[str, int]) -> list[str]:
+        seen.append(dict(doc_freq))
+        return ["kestrel"]
+
+    notes = Scope(namespaces=(NS,), kind=MemoryKind.NOTE)
+    found = await store.sharing_candidates("kestrel exports parquet", notes, 10, choose)
+    assert [c.seq for c in found] == [kestrel.seq]  # not the neighbour, not other kinds
+    assert found[0].semantic == 0.0 and "kestrel" in found[0].terms
+    assert seen and seen[0]["kestrel"] == 3  # store-wide own-text counts
+    facts = Scope(namespaces=(NS,), kind=MemoryKind.FACT)
+    assert [c.seq for c in await store.sharing_candidates(
+        "kestrel", facts, 10, choose)] == [other_kind.seq]
+    assert await store.sharing_candidates("kestrel", notes, 10, lambda _: []) == []
+    assert await store.sharing_candidates("the and of", notes, 10, choose) == []

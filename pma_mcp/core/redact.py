@@ -658,6 +658,34 @@ _CSV_SECRET_COLUMN = re.compile(r"password|passwd|secret|token|private[\x20_]?ke
 _CSV_HEADER_FIELD = re.compile(r"[A-Za-z][A-Za-z0-9 _./()\-]{0,40}")
 
 
+def _csv_fields(line: str) -> list[tuple[int, int]]:
+    """(start, end) of each field's value in one CSV line: inside its quotes when quoted (a
+    quoted field may hold commas and doubled quotes), else the whole field."""
+    fields: list[tuple[int, int]] = []
+    pos = 0
+    while True:
+        lead = len(line) - len(line[pos:].lstrip(" "))
+        if lead < len(line) and line[lead] == '"':
+            end = lead + 1
+            while True:
+                end = line.find('"', end)
+                if end < 0:
+                    end = len(line)  # unterminated: the rest of the line
+                    break
+                if line.startswith('""', end):
+                    end += 2
+                    continue
+                break
+            fields.append((lead + 1, end))
+            comma = line.find(",", end)
+        else:
+            comma = line.find(",", pos)
+            fields.append((pos, len(line) if comma < 0 else comma))
+        if comma < 0:
+            return fields
+        pos = comma + 1
+
+
 def _judge_csv(match: re.Match[str], text: str) -> list[_Span]:
     """The credential columns of a CSV export (a cloud console's `credentials.csv`,
     `User name,Password,Access key ID,Secret access key`): the header names the columns, each
@@ -675,16 +703,17 @@ def _judge_csv(match: re.Match[str], text: str) -> list[_Span]:
             break
         line_end = text.find("\n", pos)
         line_end = len(text) if line_end < 0 else line_end
-        fields = text[pos:line_end].rstrip("\r").split(",")
-        if len(fields) != len(header) or all(_CSV_HEADER_FIELD.fullmatch(f) for f in fields):
+        line = text[pos:line_end].rstrip("\r")
+        fields = _csv_fields(line)
+        if len(fields) != len(header) or all(
+                _CSV_HEADER_FIELD.fullmatch(line[a:b]) for a, b in fields):
             break  # the export ended, or another header starts (its own match takes over)
-        offset = pos
-        for index, field in enumerate(fields):
-            value = field.strip().strip('"')
-            if index in columns and len(value) >= 4 and _plain_value(value):
-                lead = field.index(value)
-                spans.append((offset + lead, offset + lead + len(value)))
-            offset += len(field) + 1
+        for index in columns:
+            start, end = fields[index]
+            value = line[start:end].strip()
+            if len(value) >= 4 and _plain_value(value):
+                lead = start + line[start:end].index(value)
+                spans.append((pos + lead, pos + lead + len(value)))
         pos = line_end + 1
     return spans
 

@@ -100,15 +100,20 @@ class Memories:
 
     async def _similar(self, memory: Memory, skip: Sequence[str]) -> list[Similar]:
         """core.similar over a bounded read: the best lexical matches of the same kind in the
-        memory's namespace, and the memories sharing its first linked entities."""
+        memory's namespace (by its rarest terms; only those overlapping enough are read in
+        full), and the memories sharing its first linked entities."""
         store = self._ctx.store
         scope = Scope(namespaces=(memory.namespace,), kind=memory.kind)
-        pool = await store.lexical_candidates(memory.content, scope, SIMILAR_POOL)
-        loaded = await store.memories_by_seq([c.seq for c in pool])
-        candidates = list(loaded.values())
+        own = similar.content_terms(memory.content)
+        pool = await store.sharing_candidates(memory.content, scope, SIMILAR_POOL, similar.probe)
+        found = {c.seq: similar.vector_terms(c.terms) for c in pool if c.seq != memory.seq}
+        close = similar.worth_reading(own, found, bool(memory.linked_entities))
+        loaded = await store.memories_by_seq(close) if close else {}
+        candidates = [(m, found[seq]) for seq, m in loaded.items()]
         for entity in memory.linked_entities[:SIMILAR_ENTITIES]:
-            candidates += await store.labelled(entity, (memory.namespace,), SIMILAR_POOL)
-        return similar.similar(memory, candidates, skip)
+            candidates += similar.with_terms(
+                await store.labelled(entity, (memory.namespace,), SIMILAR_POOL))
+        return similar.similar(memory, own, candidates, skip)
 
     async def update(
         self,

@@ -21,7 +21,7 @@ the searched namespaces alone, so both backends rank the same store the same way
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -217,6 +217,16 @@ class Store(Protocol):
     async def lexical_candidates(self, query: str, scope: Scope, limit: int) -> list[Candidate]:
         """Up to `limit` memories in `scope` matching words of `query`, best first, with
         semantic_similarity (core.text.relevance). Empty when the query has no searchable word."""
+        ...
+
+    async def sharing_candidates(
+        self, text: str, scope: Scope, limit: int,
+        choose: Callable[[Mapping[str, int]], Sequence[str]],
+    ) -> list[Candidate]:
+        """Up to `limit` memories in `scope` whose own text holds one of the terms `choose`
+        picks from `text`'s (given how many memories of the store hold each in their own
+        text), best first; the memories one being stored may repeat. Semantic 0: callers
+        compare Candidate.terms."""
         ...
 
     async def similarity_of(self, query: str, memory: Memory, namespaces: Sequence[str]) -> float:

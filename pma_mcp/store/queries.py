@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pma_mcp.core.models import Memory, MemoryType, Scope
@@ -101,6 +101,24 @@ class Queries:
         found = await self._backend.candidates(analysed, scope, limit)
         sims = relevance.similarities([(rows.document(r, 5), r[4]) for r in found], analysed)
         return [rows.ranked(r, sim) for r, sim in zip(found, sims, strict=True)]
+
+    async def sharing_candidates(
+        self, text: str, scope: Scope, limit: int,
+        choose: Callable[[Mapping[str, int]], Sequence[str]],
+    ) -> list[Candidate]:
+        """Up to `limit` memories in `scope` whose own text holds one of the terms `choose`
+        picks from `text`'s (given how many memories of the store hold each in their own
+        text: what a search of them walks), best first by BM25 over those terms; semantic 0
+        (the caller compares Candidate.terms)."""
+        terms = relevance.query_terms(text, limit=None)
+        if not terms:
+            return []
+        index, stats = await self.statistics(list(terms), scope.namespaces)
+        chosen = {t: terms[t] for t in choose(index.content_freq) if t in terms}
+        analysed = relevance.own_text_query(chosen, index, stats)
+        if not analysed.searched:
+            return []
+        return [rows.ranked(r, 0.0) for r in await self._backend.candidates(analysed, scope, limit)]
 
     async def similarity_of(self, query: str, memory: Memory, namespaces: Sequence[str]) -> float:
         analysed = await self._analyse(query, namespaces)

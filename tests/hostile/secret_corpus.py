@@ -500,6 +500,13 @@ def csv_exports() -> Iterator[Case]:
         token = pick(B64URL, 36)
         yield ("csv_export", f"name,client_id,client_secret\nbilling,{pick(HEXL, 20)},{token}\n"
                f"search,{pick(HEXL, 20)},{pick(B64URL, 36)}", token)
+    for _ in range(2):  # quoted fields holding commas (and doubled quotes)
+        key_id, secret = _aws_pair()
+        yield ("csv_export", "User name,Password,Access key ID,Secret access key\n"
+               f'"Doe, Jane",,{key_id},{secret}', secret)
+        pw = f'{password()},x"{pick(ALNUM, 3)}'
+        quoted = pw.replace('"', '""')
+        yield ("csv_export", f'login,password\n"ops, nightly","{quoted}"', pw.split(",")[0])
 
 
 def yaml_phrases() -> Iterator[Case]:

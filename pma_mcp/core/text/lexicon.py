@@ -39,13 +39,13 @@ def words(text: str) -> list[str]:
     return WORD.findall(text.lower())
 
 
-def query_words(query: str) -> list[str]:
-    """Distinct words of `query` minus stopwords, in order, at most MAX_QUERY_WORDS."""
+def query_words(query: str, limit: int | None = MAX_QUERY_WORDS) -> list[str]:
+    """Distinct words of `query` minus stopwords, in order, at most `limit` (None: all)."""
     seen: dict[str, None] = {}
     for word in words(query):
         if word not in STOPWORDS:
             seen.setdefault(word, None)
-            if len(seen) >= MAX_QUERY_WORDS:
+            if limit is not None and len(seen) >= limit:
                 break
     return list(seen)
 

@@ -84,10 +84,11 @@ def match_share(similarity_: float) -> float:
     return math.log(max(1.0 - similarity_, 1e-300)) / math.log(1.0 - FULL_MATCH_SIMILARITY)
 
 
-def query_terms(query: str) -> dict[str, str]:
-    """Each searchable term of `query` → the first word that gave it (query order)."""
+def query_terms(query: str, limit: int | None = lexicon.MAX_QUERY_WORDS) -> dict[str, str]:
+    """Each searchable term of `query` → the first word that gave it (query order), from
+    at most `limit` words (None: all)."""
     terms: dict[str, str] = {}
-    for word, term in analysis.stems(lexicon.query_words(query)):
+    for word, term in analysis.stems(lexicon.query_words(query, limit)):
         terms.setdefault(term, word)
     return terms
 
@@ -163,8 +164,28 @@ def analysed(
         own_text_only=tuple(own),
         bm25_query=bm25.query(terms, searched, own, scope.docs, scope.doc_freq, scope.length),
         tokens=frozenset(lexicon.words(query)),
-        scope_share=min(scope.docs / index.total_docs, 1.0) if index.total_docs else 1.0,
+        scope_share=_scope_share(index, scope),
     )
+
+
+def own_text_query(terms: dict[str, str], index: TermStats, scope: ScopeStats) -> AnalysedQuery:
+    """`terms` (term → word) searched in memories' own text only, under the cost bound: what
+    one memory shares with another lies in their own texts, not their neighbours'."""
+    full, own = within_budget(list(terms), index)
+    searched = tuple(t for t in terms if t in full or t in own)
+    return AnalysedQuery(
+        words=terms,
+        searched=searched,
+        own_text_only=searched,
+        bm25_query=bm25.query(terms, searched, searched, scope.docs, scope.doc_freq,
+                              scope.length),
+        tokens=frozenset(),
+        scope_share=_scope_share(index, scope),
+    )
+
+
+def _scope_share(index: TermStats, scope: ScopeStats) -> float:
+    return min(scope.docs / index.total_docs, 1.0) if index.total_docs else 1.0
 
 
 def similarities(

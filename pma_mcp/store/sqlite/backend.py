@@ -102,32 +102,64 @@ class SqliteReads:
 
 
 class SqliteTx(SqliteReads):
-    """Inside `BEGIN IMMEDIATE`; the FTS5 row of a memory follows its texts."""
+    """Inside `BEGIN IMMEDIATE`; the FTS5 row of a memory follows its texts.
+
+    Statements that return nothing are queued and go to aiosqlite's thread together with the
+    next statement that returns rows, or at `flush` before COMMIT: one trip instead of one per
+    statement (a `remember` is a dozen statements, and a trip costs more than most of them).
+    A queued statement's error surfaces at that next trip, still inside the transaction, so
+    the transaction rolls back as it would have.
+    """
+
+    def __init__(self, conn: db.Conn, location: str) -> None:
+        super().__init__(conn, location)
+        self._queued: list[Callable[[sqlite3.Connection], object]] = []
+
+    async def _send(self, last: Callable[[sqlite3.Connection], T]) -> T:
+        """The queued statements, then `last`, in one trip to the connection's thread."""
+        queued, self._queued = self._queued, []
+
+        def run(raw: sqlite3.Connection) -> T:
+            for step in queued:
+                step(raw)
+            return last(raw)
+
+        try:
+            return await db.in_thread(self._conn, run)
+        except sqlite3.Error as exc:
+            raise db.driver_error(exc, self._location) from exc
+
+    async def fetch(self, sql: str, *args: Any) -> list[Row]:
+        statement, params = _bind(sql, args)
+        return await self._send(lambda raw: raw.execute(statement, params).fetchall())
+
+    async def flush(self) -> None:
+        """Send what is queued (before COMMIT)."""
+        if self._queued:
+            await self._send(lambda raw: None)
 
     async def execute(self, sql: str, *args: Any) -> None:
         statement, params = _bind(sql, args)
-        try:
-            await self._conn.execute(statement, params)
-        except sqlite3.Error as exc:
-            raise db.driver_error(exc, self._location) from exc
+        self._queued.append(lambda raw: raw.execute(statement, params))
 
     async def executemany(self, sql: str, rows_in: Iterable[Sequence[Any]]) -> None:
-        try:
-            await self._conn.executemany(_dialect(sql), rows_in)
-        except sqlite3.Error as exc:
-            raise db.driver_error(exc, self._location) from exc
+        statement, batch = _dialect(sql), list(rows_in)
+        self._queued.append(lambda raw: raw.executemany(statement, batch))
 
     async def insert_fitting(self, sql: str, rows_in: Sequence[Sequence[Any]]) -> int:
-        fitted = 0
-        for row in rows_in:
-            try:
-                await self._conn.execute(_dialect(sql), tuple(row))
-            except sqlite3.IntegrityError:
-                continue
-            except sqlite3.Error as exc:
-                raise db.driver_error(exc, self._location) from exc
-            fitted += 1
-        return fitted
+        statement, batch = _dialect(sql), [tuple(r) for r in rows_in]
+
+        def fitting(raw: sqlite3.Connection) -> int:
+            fitted = 0
+            for row in batch:
+                try:
+                    raw.execute(statement, row)
+                except sqlite3.IntegrityError:
+                    continue
+                fitted += 1
+            return fitted
+
+        return await self._send(fitting)
 
     async def index(self, seq: int, texts: Mapping[str, str] | None = None, *,
                     new: bool = False) -> None:
@@ -187,7 +219,10 @@ class SqliteBackend:
         async with self._write_lock:
             try:
                 async with db.transaction(self._conn, self._busy_timeout_ms) as conn:
-                    return await body(SqliteTx(conn, self.location))
+                    tx = SqliteTx(conn, self.location)
+                    result = await body(tx)
+                    await tx.flush()
+                    return result
             except sqlite3.Error as exc:
                 raise db.driver_error(exc, self.location) from exc
 

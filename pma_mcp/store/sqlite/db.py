@@ -156,6 +156,10 @@ class Conn(Protocol):
                               deterministic: bool = False) -> None: ...
     async def close(self) -> None: ...
 
+    async def call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """`fn` on the sqlite3 connection itself, where statements run (`in_thread`)."""
+        ...
+
     async def sleep(self, seconds: float) -> None:
         """Wait before a retry (another process holds the lock)."""
         ...
@@ -174,6 +178,12 @@ def map_fault(exc: sqlite3.Error, database: str) -> BaseException:
     if isinstance(fault, DatabaseDamagedError) and _is_corrupt(exc):
         record_damage(database, fault.detail)
     return fault
+
+
+async def in_thread(conn: Conn, fn: Callable[[sqlite3.Connection], T]) -> T:
+    """`fn` on the connection's own sqlite3 connection, in its thread (several statements in
+    one trip; faults are mapped as every statement's are)."""
+    return await conn.call(fn)
 
 
 def _is_corrupt(exc: sqlite3.Error) -> bool:
@@ -240,6 +250,9 @@ class BlockingConnection:
         if self._conn is not None:
             conn, self._conn = self._conn, None
             self._call(conn.close)
+
+    async def call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        return self._call(fn, self._open)
 
     async def sleep(self, seconds: float) -> None:
         time.sleep(seconds)

@@ -18,13 +18,19 @@ from pma_mcp.store.sqlite.backend import SqliteTx
 
 async def _fold_spellings(conn: db.Conn) -> None:
     """steps.fold_spellings inside the migration's transaction."""
-    work = upkeep.Work(SqliteTx(conn, conn.database))
+    tx = SqliteTx(conn, conn.database)
+    work = upkeep.Work(tx)
     await steps.fold_spellings(work, time.time())
     await work.flush()
+    await tx.flush()
+
 
 async def _infer_kinds(conn: db.Conn) -> None:
     """steps.infer_kinds inside the migration's transaction."""
-    await steps.infer_kinds(SqliteTx(conn, conn.database))
+    tx = SqliteTx(conn, conn.database)
+    await steps.infer_kinds(tx)
+    await tx.flush()
+
 
 SPELLINGS_FOLDED = 14
 """The version whose step folds namespaces stored under another spelling of a path."""

@@ -10,11 +10,13 @@ import asyncio
 import sqlite3
 from collections.abc import Callable, Coroutine
 from contextlib import AbstractAsyncContextManager
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 
 from pma_mcp.store.sqlite import db
+
+T = TypeVar("T")
 
 
 class ThreadedConnection(aiosqlite.Connection):
@@ -37,6 +39,10 @@ class ThreadedConnection(aiosqlite.Connection):
             if fault is exc:
                 raise
             raise fault from exc
+
+    async def call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        result: T = await self._execute(fn, self._conn)
+        return result
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
