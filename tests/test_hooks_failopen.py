@@ -211,6 +211,25 @@ async def test_prompt_hook_leaves_the_collector_and_tls_unimported(
         assert loop == "LOOP="
 
 
+async def test_a_hook_runs_without_the_cyclic_collector(hook: Hook, tmp_path: Path) -> None:
+    """A hook is a process for one event: the collector is off from the start (collections
+    during its imports) and its objects are frozen before exit (the final collection)."""
+    await seed(hook.settings, [("Export job note: retries capped at 5.", {})], background=False)
+    payload = {**stop_input(tmp_path / "none.jsonl"), "prompt": "why does the export job time out"}
+    code = (
+        "import gc, sys\n"
+        "from pma_mcp.cli import main\n"
+        "status = main(['hook', 'user-prompt-submit'])\n"
+        "sys.stderr.write(f'\\nGC={gc.isenabled()} FROZEN={gc.get_freeze_count() > 0}')\n"
+        "sys.exit(status)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], input=json.dumps(payload).encode(),
+                          capture_output=True, env=hook.env, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert b"retries capped" in proc.stdout
+    assert proc.stderr.decode().strip().splitlines()[-1] == "GC=False FROZEN=True"
+
+
 # ----------------------------------------------------------------- namespaces
 
 
