@@ -5,9 +5,9 @@ and a Claude Code hook is a fresh process on every prompt. Pydantic still valida
 serialises them where it is already loaded (the MCP server's output schemas accept
 dataclasses). Times are UTC `datetime`s here and epoch seconds in the database.
 
-The records only GC, inspect, import, browsing and the doctor use live in core/records.py
-and are offered here by name too, built on first use (`__getattr__`): a process that only
-reads and writes memories (a hook) never pays for their classes.
+What only writes, GC, inspect, import, browsing and the doctor use lives in core/records.py
+and is offered here by name too, built on first use (`__getattr__`): a process that only
+reads memories (the prompt hook) never pays for those classes.
 """
 
 from __future__ import annotations
@@ -29,11 +29,14 @@ if TYPE_CHECKING:
         ImportReport,
         InspectResult,
         LineageEvent,
+        MemoryEdit,
         MergePair,
+        NewMemory,
         Overview,
         Page,
         SeedResult,
         Stats,
+        TierFacts,
         TierStats,
         TierUse,
     )
@@ -223,21 +226,6 @@ class Planned(Tiered, Protocol):
     def content(self) -> str: ...
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TierFacts:
-    """A memory as tier capacity sees it: `inspect` weighs ~1,000 higher-scored memories
-    against the one inspected, and reads just these columns (an index holds them all)."""
-
-    seq: int
-    memory_type: MemoryType
-    importance: float
-    token_count: int
-    access_count: int
-    created_epoch: float
-    accessed_epoch: float
-    superseded_by: str | None
-
-
 class GCFacts(NamedTuple):
     """A memory's row without its labels, metadata and index columns: a whole-namespace GC
     plan reads 100k of these, ~4x cheaper than as `Memory` objects. Full memories are read
@@ -255,24 +243,6 @@ class GCFacts(NamedTuple):
     id: str
     namespace: str
     content: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class NewMemory:
-    """A validated request to store a memory (see `validation.new_memory`)."""
-
-    content: str
-    namespace: str
-    importance: float = 0.5
-    memory_type: MemoryType = MemoryType.EPISODIC
-    tags: list[str] = field(default_factory=list)
-    linked_entities: list[str] = field(default_factory=list)
-    metadata: dict[str, Any] = field(default_factory=dict)
-    session_id: str | None = None
-    supersedes: str | None = None
-    author: str | None = None
-    kind: MemoryKind | None = None
-    """None: inferred from the rest when the memory is built (core/kinds.py)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -358,19 +328,6 @@ class Scope:
     namespaces: tuple[str, ...]
     memory_type: MemoryType | None = None
     tags: tuple[str, ...] = ()
-    kind: MemoryKind | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MemoryEdit:
-    """A validated in-place edit (see `validation.memory_edit`); None leaves a field as is."""
-
-    content: str | None = None
-    importance: float | None = None
-    memory_type: MemoryType | None = None
-    tags: list[str] | None = None
-    linked_entities: list[str] | None = None
-    metadata: dict[str, Any] | None = None
     kind: MemoryKind | None = None
 
 

@@ -1,6 +1,7 @@
-"""The records only GC, inspect, import, seeding, browsing and the doctor take or return.
+"""The records only writes, GC, inspect, import, seeding, browsing and the doctor take or
+return.
 
-Apart from core/models.py so that a process that only reads and writes memories (a hook)
+Apart from core/models.py so that a process that only reads memories (the prompt hook)
 never builds these classes: each dataclass costs about half a millisecond at import, and a
 hook is a fresh process on every prompt. core.models offers every one of them by name too
 (loaded on first use); modules a hook loads import them from here where they build one.
@@ -23,6 +24,52 @@ from pma_mcp.core.models import (
     Planned,
     ScoreBreakdown,
 )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TierFacts:
+    """A memory as tier capacity sees it: `inspect` weighs ~1,000 higher-scored memories
+    against the one inspected, and reads just these columns (an index holds them all)."""
+
+    seq: int
+    memory_type: MemoryType
+    importance: float
+    token_count: int
+    access_count: int
+    created_epoch: float
+    accessed_epoch: float
+    superseded_by: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewMemory:
+    """A validated request to store a memory (see `validation.new_memory`)."""
+
+    content: str
+    namespace: str
+    importance: float = 0.5
+    memory_type: MemoryType = MemoryType.EPISODIC
+    tags: list[str] = field(default_factory=list)
+    linked_entities: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    session_id: str | None = None
+    supersedes: str | None = None
+    author: str | None = None
+    kind: MemoryKind | None = None
+    """None: inferred from the rest when the memory is built (core/kinds.py)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryEdit:
+    """A validated in-place edit (see `validation.memory_edit`); None leaves a field as is."""
+
+    content: str | None = None
+    importance: float | None = None
+    memory_type: MemoryType | None = None
+    tags: list[str] | None = None
+    linked_entities: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+    kind: MemoryKind | None = None
 
 
 @dataclass(slots=True, kw_only=True)

@@ -9,7 +9,7 @@ import time
 from collections.abc import AsyncGenerator, Sequence
 from typing import TYPE_CHECKING
 
-from pma_mcp.core.models import GCFacts, Memory, TierFacts
+from pma_mcp.core.models import GCFacts, Memory
 from pma_mcp.core.scoring import Weights
 from pma_mcp.store import ranked_read, rows, steps, upkeep
 from pma_mcp.store.base import GCBatching
@@ -17,7 +17,7 @@ from pma_mcp.store.seam import Backend, Row
 from pma_mcp.store.upkeep import Work
 
 if TYPE_CHECKING:
-    from pma_mcp.core.records import GCDecision
+    from pma_mcp.core.records import GCDecision, TierFacts
 
 _TIER_ROWS = (
     f"SELECT * FROM (SELECT {rows.TIER_M_COLUMNS}, {rows.STATIC_SCORE} AS gc_score "

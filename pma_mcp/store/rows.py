@@ -17,7 +17,6 @@ from pma_mcp.core.models import (
     MemoryKind,
     MemoryType,
     Scope,
-    TierFacts,
     stored_epoch,
     to_datetime,
 )
@@ -27,7 +26,7 @@ from pma_mcp.store.base import Candidate
 from pma_mcp.store.seam import Row
 
 if TYPE_CHECKING:
-    from pma_mcp.core.records import LineageEvent
+    from pma_mcp.core.records import LineageEvent, TierFacts
 
 COLUMNS = (
     "seq, id, namespace, content, memory_type, importance, tags, linked_entities, token_count, "
@@ -102,6 +101,8 @@ def row_of(m: Memory) -> tuple[Any, ...]:
 
 
 def tier_facts(row: Row) -> TierFacts:
+    from pma_mcp.core.records import TierFacts  # records load on first use (core.models)
+
     return TierFacts(
         seq=row[0], memory_type=_TIERS[row[1]], importance=row[2], token_count=row[3],
         access_count=row[4], created_epoch=stored_epoch(row[5]),
