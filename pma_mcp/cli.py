@@ -23,6 +23,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return serve_main(args[1:])
     if args[0] == "hook":
+        import gc
+
+        gc.disable()  # a hook is a short process: no cyclic collection (hooks/handlers.py)
         from pma_mcp.hooks import main as hook_main
 
         return hook_main(args[1:])

@@ -185,7 +185,8 @@ async def test_prompt_hook_leaves_the_collector_and_tls_unimported(
 ) -> None:
     """The prompt hook runs on every prompt and never collects: the GC rules stay unloaded;
     on a SQLite file nothing opens a TLS connection, so `ssl` stays unloaded too (the
-    PostgreSQL driver loads it for itself)."""
+    PostgreSQL driver loads it for itself), and the store is opened blocking, so neither
+    asyncio nor aiosqlite is loaded at all (the PostgreSQL driver needs the event loop)."""
     await seed(hook.settings, [(f"Export job note {i}: retries capped at {i}.", {})
                                for i in range(5)], background=False)
     payload = {**stop_input(tmp_path / "none.jsonl"), "prompt": "why does the export job time out"}
@@ -195,16 +196,38 @@ async def test_prompt_hook_leaves_the_collector_and_tls_unimported(
         "status = main(['hook', 'user-prompt-submit'])\n"
         "sys.stderr.write('\\nCOLLECTOR=' + str('pma_mcp.core.collector' in sys.modules))\n"
         "sys.stderr.write('\\nTLS=' + str('ssl' in sys.modules))\n"
+        "loop = sorted(m for m in ('asyncio', 'aiosqlite') if m in sys.modules)\n"
+        "sys.stderr.write('\\nLOOP=' + ','.join(loop))\n"
         "sys.exit(status)\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], input=json.dumps(payload).encode(),
                           capture_output=True, env=hook.env, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
     assert b"retries capped" in proc.stdout  # the handler really answered from the store
-    *_, collector, tls = proc.stderr.decode().strip().splitlines()
+    *_, collector, tls, loop = proc.stderr.decode().strip().splitlines()
     assert collector == "COLLECTOR=False"
     if hook.settings.database_url is None:
         assert tls == "TLS=False"
+        assert loop == "LOOP="
+
+
+async def test_a_hook_runs_without_the_cyclic_collector(hook: Hook, tmp_path: Path) -> None:
+    """A hook is a process for one event: the collector is off from the start (collections
+    during its imports) and its objects are frozen before exit (the final collection)."""
+    await seed(hook.settings, [("Export job note: retries capped at 5.", {})], background=False)
+    payload = {**stop_input(tmp_path / "none.jsonl"), "prompt": "why does the export job time out"}
+    code = (
+        "import gc, sys\n"
+        "from pma_mcp.cli import main\n"
+        "status = main(['hook', 'user-prompt-submit'])\n"
+        "sys.stderr.write(f'\\nGC={gc.isenabled()} FROZEN={gc.get_freeze_count() > 0}')\n"
+        "sys.exit(status)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], input=json.dumps(payload).encode(),
+                          capture_output=True, env=hook.env, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert b"retries capped" in proc.stdout
+    assert proc.stderr.decode().strip().splitlines()[-1] == "GC=False FROZEN=True"
 
 
 # ----------------------------------------------------------------- namespaces

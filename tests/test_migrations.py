@@ -43,8 +43,8 @@ async def test_a_failing_migration_leaves_the_file_untouched(tmp_path: Path) -> 
         with pytest.raises(sqlite3.OperationalError):
             await db.migrate(conn, steps)
         assert await db.schema_version(conn) == 0
-        async with conn.execute("SELECT count(*) FROM sqlite_master") as cur:
-            assert (await cur.fetchone())[0] == 0  # type: ignore[index]
+        found = await conn.execute_fetchall("SELECT count(*) FROM sqlite_master")
+        assert [tuple(row) for row in found] == [(0,)]
     finally:
         await conn.close()
 

@@ -10,9 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
-from pma_mcp.core.models import Memory, MemoryEdit
+from pma_mcp.core.models import Memory
 from pma_mcp.core.validation import EDITABLE
+
+if TYPE_CHECKING:
+    from pma_mcp.core.records import MemoryEdit
 
 
 def applied(

@@ -17,11 +17,14 @@ import math
 from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pma_mcp.core import validation
 from pma_mcp.core.errors import InvalidInputError
-from pma_mcp.core.models import Memory, NewMemory, build_memory
+from pma_mcp.core.models import Memory, build_memory
+
+if TYPE_CHECKING:
+    from pma_mcp.core.records import NewMemory
 
 FORMAT = "pma-mcp-export"
 VERSION = 1

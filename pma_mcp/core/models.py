@@ -4,16 +4,90 @@ Plain dataclasses, not pydantic models: defining ~20 pydantic models costs ~0.2 
 and a Claude Code hook is a fresh process on every prompt. Pydantic still validates and
 serialises them where it is already loaded (the MCP server's output schemas accept
 dataclasses). Times are UTC `datetime`s here and epoch seconds in the database.
+
+What only writes, GC, inspect, import, browsing and the doctor use lives in core/records.py
+and is offered here by name too, built on first use (`__getattr__`): a process that only
+reads memories (the prompt hook) never pays for those classes.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
+
+if TYPE_CHECKING:
+    from pma_mcp.core.records import (
+        Browse,
+        Finding,
+        GCDecision,
+        GCPreview,
+        GCResult,
+        ImportItem,
+        ImportReport,
+        InspectResult,
+        LineageEvent,
+        MemoryEdit,
+        MergePair,
+        NewMemory,
+        Overview,
+        Page,
+        SeedResult,
+        Stats,
+        TierFacts,
+        TierStats,
+        TierUse,
+    )
+
+__all__ = [  # with the records of core/records.py
+    "KINDS",
+    "UNKNOWN_AUTHOR",
+    "AddResult",
+    "Browse",
+    "ContextPack",
+    "DeleteResult",
+    "Finding",
+    "FindingStatus",
+    "GCAction",
+    "GCDecision",
+    "GCFacts",
+    "GCPreview",
+    "GCResult",
+    "ImportItem",
+    "ImportReport",
+    "InspectResult",
+    "LineageEvent",
+    "LineageEventKind",
+    "Memory",
+    "MemoryEdit",
+    "MemoryKind",
+    "MemoryType",
+    "MergePair",
+    "NewMemory",
+    "Overview",
+    "Page",
+    "Planned",
+    "Related",
+    "Scope",
+    "ScoreBreakdown",
+    "ScoredMemory",
+    "SeedResult",
+    "Similar",
+    "Stats",
+    "TierFacts",
+    "TierStats",
+    "TierUse",
+    "Tiered",
+    "UpdateResult",
+    "build_memory",
+    "content_hash",
+    "stored_epoch",
+    "tier_down",
+    "tier_up",
+    "to_datetime",
+]
 
 
 class MemoryType(StrEnum):
@@ -152,21 +226,6 @@ class Planned(Tiered, Protocol):
     def content(self) -> str: ...
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TierFacts:
-    """A memory as tier capacity sees it: `inspect` weighs ~1,000 higher-scored memories
-    against the one inspected, and reads just these columns (an index holds them all)."""
-
-    seq: int
-    memory_type: MemoryType
-    importance: float
-    token_count: int
-    access_count: int
-    created_epoch: float
-    accessed_epoch: float
-    superseded_by: str | None
-
-
 class GCFacts(NamedTuple):
     """A memory's row without its labels, metadata and index columns: a whole-namespace GC
     plan reads 100k of these, ~4x cheaper than as `Memory` objects. Full memories are read
@@ -184,24 +243,6 @@ class GCFacts(NamedTuple):
     id: str
     namespace: str
     content: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class NewMemory:
-    """A validated request to store a memory (see `validation.new_memory`)."""
-
-    content: str
-    namespace: str
-    importance: float = 0.5
-    memory_type: MemoryType = MemoryType.EPISODIC
-    tags: list[str] = field(default_factory=list)
-    linked_entities: list[str] = field(default_factory=list)
-    metadata: dict[str, Any] = field(default_factory=dict)
-    session_id: str | None = None
-    supersedes: str | None = None
-    author: str | None = None
-    kind: MemoryKind | None = None
-    """None: inferred from the rest when the memory is built (core/kinds.py)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -264,117 +305,7 @@ LineageEventKind = Literal[
 ]
 
 
-@dataclass(slots=True, kw_only=True)
-class LineageEvent:
-    """One line of a memory's audit trail; survives the memory's deletion.
-
-    Consecutive `accessed` events are coalesced into one row: `count` says how many and
-    `last_at` when the latest happened, so the table cannot grow without bound.
-    """
-
-    memory_id: str
-    event: LineageEventKind
-    at: datetime
-    from_tier: MemoryType | None = None
-    to_tier: MemoryType | None = None
-    score: float | None = None
-    reason: str = ""
-    count: int = 1
-    last_at: datetime | None = None
-
-
 GCAction = Literal["promote", "demote", "archive", "delete", "merge", "keep"]
-
-
-@dataclass(slots=True, kw_only=True)
-class GCDecision:
-    """What the collector does to one memory, and why."""
-
-    memory_id: str
-    action: GCAction
-    from_tier: MemoryType
-    to_tier: MemoryType | None
-    reason: str
-    breakdown: ScoreBreakdown
-    token_count: int
-    content_preview: str
-    merge_into: str | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MergePair:
-    """`gone` is folded into `keep` (the better-scored one); `similarity` is their cosine;
-    `overlap` their content terms' Jaccard overlap when they merge as restatements (the
-    same statement in other words, core/consolidation.py), None for near-duplicates."""
-
-    gone: Planned
-    keep: Planned
-    similarity: float
-    overlap: float | None = None
-
-    @property
-    def restated(self) -> bool:
-        return self.overlap is not None
-
-
-@dataclass(slots=True, kw_only=True)
-class GCPreview:
-    """The exact plan `gc_run` applies next (same input, same clock → same decisions)."""
-
-    namespace: str
-    to_promote: list[GCDecision] = field(default_factory=list)
-    to_demote: list[GCDecision] = field(default_factory=list)
-    to_archive: list[GCDecision] = field(default_factory=list)
-    to_delete: list[GCDecision] = field(default_factory=list)
-    to_merge: list[GCDecision] = field(default_factory=list)
-    to_keep: list[GCDecision] = field(default_factory=list)
-    token_delta: int = 0
-    summary: str = ""
-
-    def changes(self) -> list[GCDecision]:
-        return [*self.to_merge, *self.to_delete, *self.to_archive, *self.to_demote,
-                *self.to_promote]
-
-
-@dataclass(slots=True, kw_only=True)
-class GCResult:
-    namespace: str
-    promoted: int
-    demoted: int
-    archived: int
-    deleted: int
-    merged: int
-    kept: int
-    token_delta: int
-    decisions: list[GCDecision]
-    summary: str
-
-
-@dataclass(slots=True, kw_only=True)
-class InspectResult:
-    memory: Memory
-    breakdown: ScoreBreakdown
-    gc_action: GCAction
-    gc_reason: str
-    predicted_tier: MemoryType | None
-    lineage: list[LineageEvent]
-
-
-@dataclass(slots=True, kw_only=True)
-class TierStats:
-    count: int = 0
-    tokens: int = 0
-    avg_score: float = 0.0
-
-
-@dataclass(slots=True, kw_only=True)
-class Stats:
-    namespace: str
-    total: int
-    total_tokens: int
-    by_tier: dict[MemoryType, TierStats]
-    gc_pressure: int
-    avg_composite_score: float
 
 
 @dataclass(slots=True, kw_only=True)
@@ -390,37 +321,6 @@ class DeleteResult:
     content_preview: str
 
 
-@dataclass(slots=True, kw_only=True)
-class ImportReport:
-    imported: int
-    skipped: int
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ImportItem:
-    """One memory read from another tool's store (importers), before validation.
-
-    `key` names the source record stably (format, file, record id): the same record always
-    becomes the same memory id, so importing a file twice adds nothing the second time.
-    `created_at` (epoch seconds) keeps the source's own time; None means now.
-    """
-
-    key: str
-    content: str
-    namespace: str
-    memory_type: MemoryType = MemoryType.SEMANTIC
-    importance: float = 0.5
-    tags: tuple[str, ...] = ()
-    linked_entities: tuple[str, ...] = ()
-    metadata: dict[str, Any] = field(default_factory=dict)
-    session_id: str | None = None
-    created_at: float | None = None
-    author: str | None = None
-    """The source's own author, if it records one (None: the importing person)."""
-    kind: MemoryKind | None = None
-    """None: inferred when the memory is built (core/kinds.py)."""
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Scope:
     """Which memories a query may see: the SQL filter applied before any ranking."""
@@ -428,29 +328,6 @@ class Scope:
     namespaces: tuple[str, ...]
     memory_type: MemoryType | None = None
     tags: tuple[str, ...] = ()
-    kind: MemoryKind | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class SeedResult:
-    """What `seed` stored, the files it did not read and those it read only in part
-    (each as source, reason)."""
-
-    added: list[AddResult]
-    skipped: list[tuple[str, str]]
-    cut: list[tuple[str, str]]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MemoryEdit:
-    """A validated in-place edit (see `validation.memory_edit`); None leaves a field as is."""
-
-    content: str | None = None
-    importance: float | None = None
-    memory_type: MemoryType | None = None
-    tags: list[str] | None = None
-    linked_entities: list[str] | None = None
-    metadata: dict[str, Any] | None = None
     kind: MemoryKind | None = None
 
 
@@ -462,69 +339,13 @@ class UpdateResult:
     changed: list[str]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Browse:
-    """Filters of a memory listing (the UI's); None or empty means any."""
-
-    namespace: str
-    memory_type: MemoryType | None = None
-    kind: MemoryKind | None = None
-    tag: str | None = None
-    entity: str | None = None
-    source: str | None = None
-    since: float | None = None
-    until: float | None = None
-
-
-@dataclass(slots=True, kw_only=True)
-class Page:
-    """One page of a listing, newest first; `next_before` continues it (None: the last)."""
-
-    memories: list[Memory]
-    next_before: int | None
-
-
-@dataclass(slots=True, kw_only=True)
-class TierUse:
-    tier: MemoryType
-    count: int
-    tokens: int
-    capacity: int | None
-
-
-@dataclass(slots=True, kw_only=True)
-class Overview:
-    """A namespace at a glance, from bounded queries (no full pass over its memories).
-
-    `gc_changes` is what the next bounded GC pass over `gc_window` memories would change;
-    `created` holds (period start, memories created in it), periods of `period_days` UTC
-    days from the first memory's day to the last one's.
-    """
-
-    namespace: str
-    total: int
-    tiers: list[TierUse]
-    auto_saved: int
-    gc_window: int
-    gc_changes: int
-    created: list[tuple[float, int]]
-    period_days: int
-
-
 FindingStatus = Literal["ok", "info", "warn", "fail"]
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One doctor check: what was found and, unless it is fine, how to fix it."""
-
-    check: str
-    status: FindingStatus
-    detail: str
-    fix: str = ""
-
 def content_hash(content: str) -> str:
     """Exact-duplicate key: sha256 of the content with outer whitespace removed."""
+    import hashlib  # here: loading OpenSSL costs a process that never hashes ~3 ms
+
     return hashlib.sha256(content.strip().encode("utf-8")).hexdigest()
 
 
@@ -561,3 +382,13 @@ def build_memory(
         author=new.author,
         kind=new.kind or kinds.infer(new.content, new.tags, new.metadata, new.memory_type),
     )
+
+
+def __getattr__(name: str) -> Any:
+    """A record of core/records.py, loaded the first time one is asked for."""
+    if not name.startswith("_"):
+        from pma_mcp.core import records
+
+        if hasattr(records, name):
+            return getattr(records, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,11 +9,14 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pma_mcp.core.errors import InvalidInputError
-from pma_mcp.core.models import KINDS, MemoryEdit, MemoryKind, MemoryType, NewMemory
+from pma_mcp.core.models import KINDS, MemoryKind, MemoryType
 from pma_mcp.core.namespaces import canonical_namespace
+
+if TYPE_CHECKING:
+    from pma_mcp.core.records import MemoryEdit, NewMemory
 
 MAX_CONTENT_CHARS = 100_000
 MAX_LABELS = 64
@@ -190,6 +193,8 @@ def new_memory(
     kind_: object = None,
 ) -> NewMemory:
     """Validate every field of a write; the first problem found is raised."""
+    from pma_mcp.core.records import NewMemory  # loaded by the first write, not by readers
+
     return NewMemory(
         content=text_field("content", content, max_chars=MAX_CONTENT_CHARS),
         namespace=namespace(namespace_),
@@ -221,6 +226,8 @@ def memory_edit(
     kind_: object = None,
 ) -> MemoryEdit:
     """Validate an in-place edit with the rules of `new_memory`; None means "unchanged"."""
+    from pma_mcp.core.records import MemoryEdit
+
     edit = MemoryEdit(
         content=None if content is None else text_field(
             "content", content, max_chars=MAX_CONTENT_CHARS),

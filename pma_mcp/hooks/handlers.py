@@ -8,7 +8,11 @@ A hook is a fresh process on every prompt and must never get in the user's way:
   stderr, so a stray print from any library cannot corrupt it. Stop and PreCompact print nothing
   at all: any output from a Stop hook keeps the agent going.
 - Fast. The service is opened without near-duplicate merging (scikit-learn), and neither `mcp`
-  nor pydantic is imported; trivial prompts return before the database is opened.
+  nor pydantic is imported; trivial prompts return before the database is opened. On a
+  SQLite store the context hooks (session-start, user-prompt-submit) open it blocking: their
+  statements run on the one thread, the handler's coroutine never suspends and is run to its
+  end without an event loop, so the process never imports asyncio. The cyclic garbage
+  collector stays off (`_skip_final_collection`).
 
 Events: session-start (project context), user-prompt-submit (relevant memories), stop (save
 the last exchange), pre-compact (save every exchange not saved yet).
@@ -87,28 +91,58 @@ def main(argv: Sequence[str]) -> int:
     real_stdout = sys.stdout
     sys.stdout = sys.stderr
     try:
-        output = _run(event, handler.run)
+        output = _run(event, handler)
     finally:
         sys.stdout = real_stdout
     if output and handler.prints:
         _emit(real_stdout, output)
+    _skip_final_collection()
     return 0
 
 
-def _run(event: str, handler: Handler) -> str | None:
+def _skip_final_collection() -> None:
+    """The process exits next: its objects are moved out of the cyclic collector's reach, so
+    the interpreter's last collection does not walk them all (~8 ms of a prompt hook).
+
+    `pma-mcp hook` runs with the collector off from the start (cli.py; the collections
+    during imports cost as much again): a hook lives for one event, its garbage is freed by
+    reference counting or with the process, and the large GC reads pause it anyway
+    (service/gc.py). Nothing is lost: connections are closed and output flushed by now."""
+    import gc
+
+    gc.freeze()
+
+
+def _run(event: str, handler: _Event) -> str | None:
     try:
         payload = _read_input()
         if payload is None:
             return None
         settings = _settings(payload)
         _set_level(settings)
-        output: str | None = _asyncio(settings).run(handler(payload, settings))
+        step = handler.run(payload, settings)
+        if handler.blocking and settings.store_file is not None:
+            return _run_to_end(step)
+        output: str | None = _asyncio(settings).run(step)
         return output
     except KeyboardInterrupt:
         return None
     except BaseException as exc:  # fail open: the user's session matters more than a memory
         _log_failure(event, exc)
         return None
+
+
+def _run_to_end(step: Coroutine[Any, Any, str | None]) -> str | None:
+    """A handler on a blocking store, run without an event loop: nothing it awaits suspends,
+    so it finishes on its first step. One that suspends awaited a loop (a bug): RuntimeError,
+    and the hook fails open."""
+    try:
+        step.send(None)
+    except StopIteration as done:
+        result: str | None = done.value
+        return result
+    step.close()
+    raise RuntimeError("the hook's store call waited for an event loop")
 
 
 def _asyncio(settings: Settings) -> ModuleType:
@@ -327,11 +361,13 @@ def merge(*groups: Sequence[ScoredMemory]) -> list[ScoredMemory]:
 Handler = Callable[[dict[str, Any], "Settings"], Coroutine[Any, Any, str | None]]
 
 
-async def _open(settings: Settings, busy_timeout_ms: int | None = None) -> MemoryService:
+async def _open(settings: Settings, busy_timeout_ms: int | None = None, *,
+                blocking: bool = False) -> MemoryService:
+    """`blocking`: for the handlers `_run` runs without an event loop (`_Event.blocking`)."""
     from pma_mcp.service import MemoryService
 
     return await MemoryService.open(settings, merge_near_duplicates=False,
-                                    busy_timeout_ms=busy_timeout_ms)
+                                    busy_timeout_ms=busy_timeout_ms, blocking=blocking)
 
 
 async def _best_effort(what: str, write: Coroutine[Any, Any, object]) -> bool:
@@ -374,7 +410,7 @@ async def user_prompt_submit(payload: dict[str, Any], settings: Settings) -> str
         budgets[project] += GLOBAL_BUDGET
     else:
         budgets[settings.global_namespace] = GLOBAL_BUDGET
-    async with await _open(settings, CONTEXT_BUSY_MS) as service:
+    async with await _open(settings, CONTEXT_BUSY_MS, blocking=True) as service:
         seen = await service.injected_ids(session) if session else set()
         packs = await service.get_contexts(
             query, budgets, min_similarity=settings.hook_min_similarity, exclude_ids=seen,
@@ -396,7 +432,7 @@ async def session_start(payload: dict[str, Any], settings: Settings) -> str | No
         return None
     session = _session_id(payload)
     source = _text(payload.get("source")).strip().lower()
-    async with await _open(settings, CONTEXT_BUSY_MS) as service:
+    async with await _open(settings, CONTEXT_BUSY_MS, blocking=True) as service:
         writable = True  # after one write timed out on a held lock, the next one is skipped
         if session and source in ("compact", "clear"):
             writable = await _best_effort("injection reset", service.reset_injections(session))
@@ -647,13 +683,16 @@ class _Event:
     claude_event: str = ""
     """Claude Code's name for the event (`--help`, hooks.json)."""
     summary: str = ""
+    blocking: bool = False
+    """It opens a SQLite store blocking and runs without an event loop (see `_run`); the
+    saving hooks keep the loop, since their GC share pauses between batches on it."""
 
 
 HANDLERS: dict[str, _Event] = {
     "session-start": _Event(session_start, True, "SessionStart",
-                            "this project's most useful memories as context"),
+                            "this project's most useful memories as context", blocking=True),
     "user-prompt-submit": _Event(user_prompt_submit, True, "UserPromptSubmit",
-                                 "memories relevant to the prompt, as context"),
+                                 "memories relevant to the prompt, as context", blocking=True),
     "stop": _Event(stop, False, "Stop", "save the exchange that just ended (prints nothing)"),
     "pre-compact": _Event(pre_compact, False, "PreCompact",
                           "save every exchange not saved yet (prints nothing)"),

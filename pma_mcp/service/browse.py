@@ -7,11 +7,15 @@ Everything here is bounded whatever the namespace's size, and nothing counts an 
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
-from pma_mcp.core.models import Browse, MemoryType, Overview, Page, TierUse
+from pma_mcp.core.models import MemoryType
 from pma_mcp.core.namespaces import AUTO_SAVED_TAG
 from pma_mcp.service.context import DAY, Context, bounded_int
 from pma_mcp.service.gc import GarbageCollection
+
+if TYPE_CHECKING:
+    from pma_mcp.core.records import Browse, Overview, Page
 
 MAX_PAGE = 200
 OVERVIEW_GC_WINDOW = 200
@@ -39,6 +43,8 @@ class Browsing:
         self, where: Browse, *, before: int | None = None, limit: object = 50
     ) -> Page:
         """One page of `where.namespace`'s memories, newest first; nothing is touched."""
+        from pma_mcp.core.records import Page  # records are built on first use (models)
+
         size = bounded_int("limit", limit, 1, MAX_PAGE)
         where = dataclasses.replace(where, namespace=self._ctx.own(where.namespace))
         found = await self._ctx.store.browse(where, before, size + 1)
@@ -51,6 +57,7 @@ class Browsing:
         """Tier use against capacity, auto-saved count, memories per day and the changes the
         next bounded GC pass would make: all bounded, whatever the namespace's size."""
         from pma_mcp.core import collector  # only here and in GC, not on every reader's path
+        from pma_mcp.core.records import Overview, TierUse
 
         store = self._ctx.store
         own = self._ctx.own(namespace)

@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from pma_mcp.config import Settings
 from pma_mcp.core import validation
 from pma_mcp.core.budget import TokenCounter, default_counter
 from pma_mcp.core.errors import AmbiguousError, InvalidInputError, NotFoundError
-from pma_mcp.core.models import Memory, NewMemory, Scope, build_memory, to_datetime
+from pma_mcp.core.models import Memory, Scope, build_memory, to_datetime
 from pma_mcp.service.intake import Intake
 from pma_mcp.store import Store
+
+if TYPE_CHECKING:
+    from pma_mcp.core.records import NewMemory
 
 Clock = Callable[[], float]
 DAY = 86_400.0

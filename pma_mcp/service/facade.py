@@ -73,11 +73,12 @@ class MemoryService:
 
     @classmethod
     async def open(
-        cls, settings: Settings, *, busy_timeout_ms: int | None = None,
+        cls, settings: Settings, *, busy_timeout_ms: int | None = None, blocking: bool = False,
         **options: Unpack[Options],
     ) -> MemoryService:
-        """`busy_timeout_ms`: how long a write waits for another process (default 15 s)."""
-        store = await open_store(settings, busy_timeout_ms=busy_timeout_ms)
+        """`busy_timeout_ms`: how long a write waits for another process (default 15 s);
+        `blocking`: see store.open_store."""
+        store = await open_store(settings, busy_timeout_ms=busy_timeout_ms, blocking=blocking)
         service = cls(store, settings, **options)
         await service._fold_path_namespaces()
         return service

@@ -10,20 +10,14 @@ from __future__ import annotations
 import contextlib
 import gc
 from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from pma_mcp.core.models import (
-    GCDecision,
-    GCPreview,
-    GCResult,
-    Memory,
-    MemoryType,
-    MergePair,
-    Planned,
-    Stats,
-    TierStats,
-)
+from pma_mcp.core.models import Memory, MemoryType, Planned
 from pma_mcp.core.scoring import score as composite_score
 from pma_mcp.service.context import Context
+
+if TYPE_CHECKING:
+    from pma_mcp.core.records import GCDecision, GCPreview, GCResult, MergePair, Stats
 
 _Window = tuple[Sequence[Planned], Mapping[int, bytes] | None]
 
@@ -58,6 +52,8 @@ class GarbageCollection:
         self, *, namespace: str | None = None, max_memories: int | None = None
     ) -> GCResult:
         """Compute the plan `gc_preview` shows for this instant and apply exactly it."""
+        from pma_mcp.core.records import GCResult  # records are built on first use (models)
+
         own = self._ctx.own(namespace)
         now = self._ctx.clock()
         window = await self._window(own, max_memories)
@@ -87,6 +83,7 @@ class GarbageCollection:
 
     async def _stats(self, own: str, now: float) -> Stats:
         from pma_mcp.core import collector  # only GC needs it, not every reader (hooks)
+        from pma_mcp.core.records import Stats, TierStats
 
         memories = await self._ctx.store.gc_facts(own)
         weights = self._ctx.settings.weights

@@ -30,12 +30,14 @@ from __future__ import annotations
 import dataclasses
 import enum
 from collections.abc import Iterable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pma_mcp.core import redact, validation
-from pma_mcp.core.models import ImportItem, MemoryEdit, NewMemory
 
-_Write = TypeVar("_Write", NewMemory, MemoryEdit)
+if TYPE_CHECKING:
+    from pma_mcp.core.records import ImportItem, MemoryEdit, NewMemory
+
+_Write = TypeVar("_Write", "NewMemory", "MemoryEdit")  # names: records load on first write
 
 
 class Source(enum.Enum):
@@ -61,6 +63,8 @@ class Intake:
         """A validated new memory or edit, text chosen to be stored, with every stored string
         cleaned; fields an edit leaves unchanged (None) stay None. Labels that become empty
         are dropped and ones that become equal merge, as validation would have done."""
+        from pma_mcp.core.records import NewMemory
+
         source = Source.CHOSEN
         changes: dict[str, Any] = {}
         if write.content is not None:

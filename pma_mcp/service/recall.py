@@ -8,15 +8,19 @@ packing into budgets.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
+from typing import TYPE_CHECKING
 
 from pma_mcp.core import validation
 from pma_mcp.core.budget import pack
-from pma_mcp.core.models import ContextPack, InspectResult, Memory, Scope, ScoredMemory
+from pma_mcp.core.models import ContextPack, Memory, Scope, ScoredMemory
 from pma_mcp.core.scoring import breakdown
 from pma_mcp.core.text import relevance
 from pma_mcp.service import retrieval
 from pma_mcp.service.context import Context, bounded_int, unit
 from pma_mcp.service.gc import GarbageCollection
+
+if TYPE_CHECKING:
+    from pma_mcp.core.records import InspectResult
 
 MAX_LIMIT = 50
 MAX_QUERY_CHARS = 10_000
@@ -126,6 +130,8 @@ class Recall:
     ) -> InspectResult:
         """One memory with its score parts (for `query`, if given), the decision the next full
         GC run would make for it, and its lineage."""
+        from pma_mcp.core.records import InspectResult  # not built on a hook's path
+
         ctx = self._ctx
         visible = ctx.visible(namespace)
         memory = await ctx.resolve(memory_id, visible)

@@ -9,23 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pma_mcp.core import export_format, validation
 from pma_mcp.core.errors import InvalidInputError
-from pma_mcp.core.models import (
-    AddResult,
-    ImportItem,
-    ImportReport,
-    Memory,
-    MemoryType,
-    SeedResult,
-    content_hash,
-)
+from pma_mcp.core.models import AddResult, Memory, MemoryType, content_hash
 from pma_mcp.core.namespaces import GLOBAL_NAMESPACE
 from pma_mcp.service.context import Context
 from pma_mcp.service.intake import Source
 from pma_mcp.service.memories import Memories
+
+if TYPE_CHECKING:
+    from pma_mcp.core.records import ImportItem, ImportReport, SeedResult
 
 Progress = Callable[[int, int], None]
 
@@ -57,6 +52,8 @@ class Transfer:
 
         `progress(done, total)` is called as records are written (the CLI's progress bar).
         """
+        from pma_mcp.core.records import ImportReport  # records are built on first use
+
         ctx = self._ctx
         override = None if namespace is None else validation.namespace(namespace)
         records = export_format.records_of(doc)
@@ -83,6 +80,8 @@ class Transfer:
         `created_at`. A record that fails validation aborts the whole import with its
         number, before anything is written.
         """
+        from pma_mcp.core.records import ImportReport
+
         now = self._ctx.clock()
         memories: list[Memory] = []
         seen: set[str] = set()  # ids and (namespace, text) keys: one memory per record and text
@@ -150,6 +149,7 @@ class Transfer:
         ctx = self._ctx
         own = ctx.own(namespace)
         added: list[AddResult] = []
+        from pma_mcp.core.records import SeedResult
         from pma_mcp.importers import project_docs
 
         read = project_docs.read_sections(root)

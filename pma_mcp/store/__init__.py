@@ -20,10 +20,14 @@ __all__ = ["Candidate", "Consistency", "GCBatching", "Store", "fold_namespaces",
 log = logging.getLogger(__name__)
 
 
-async def open_store(settings: Settings, *, busy_timeout_ms: int | None = None) -> Store:
+async def open_store(settings: Settings, *, busy_timeout_ms: int | None = None,
+                     blocking: bool = False) -> Store:
     """Open (creating and migrating if needed) the store `settings` name.
 
     `busy_timeout_ms`: how long a write waits for another writer before StorageBusyError.
+    `blocking`: a SQLite store's statements run on the calling thread and its coroutines
+    never suspend, so a one-shot process can run them without an event loop
+    (hooks/handlers.py); PostgreSQL ignores it (its driver needs the loop).
     """
     if settings.database_url:
         from pma_mcp.store.postgres.store import PostgresStore
@@ -34,8 +38,8 @@ async def open_store(settings: Settings, *, busy_timeout_ms: int | None = None) 
     from pma_mcp.store.sqlite.store import SQLiteStore
 
     if busy_timeout_ms is None:
-        return await SQLiteStore.open(settings.database)
-    return await SQLiteStore.open(settings.database, busy_timeout_ms)
+        return await SQLiteStore.open(settings.database, blocking=blocking)
+    return await SQLiteStore.open(settings.database, busy_timeout_ms, blocking=blocking)
 
 
 async def fold_namespaces(store: Store, moves: Mapping[str, str], now: float) -> None:

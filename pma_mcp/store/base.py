@@ -23,19 +23,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from pma_mcp.core.models import (
-    Browse,
-    GCDecision,
-    GCFacts,
-    LineageEvent,
-    Memory,
-    MemoryType,
-    Scope,
-    TierFacts,
-)
+from pma_mcp.core.models import GCFacts, Memory, MemoryType, Scope
 from pma_mcp.core.scoring import Weights
+
+if TYPE_CHECKING:
+    from pma_mcp.core.records import Browse, GCDecision, LineageEvent, TierFacts
 
 
 @dataclass(frozen=True, slots=True)

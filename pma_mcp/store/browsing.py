@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pma_mcp.core.models import Browse, LineageEvent, Memory, MemoryType
+from pma_mcp.core.models import Memory, MemoryType
 from pma_mcp.store import rows
 from pma_mcp.store.base import LineageRow
 from pma_mcp.store.seam import Backend
+
+if TYPE_CHECKING:
+    from pma_mcp.core.records import Browse, LineageEvent
 
 NARROW_RANGE_S = 31 * 86_400.0
 """A date filter at most this wide is read by the creation-time index (see `browse`)."""

@@ -3,18 +3,21 @@ applying its plan in short transactions."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import operator
 import time
 from collections.abc import AsyncGenerator, Sequence
+from typing import TYPE_CHECKING
 
-from pma_mcp.core.models import GCDecision, GCFacts, Memory, TierFacts
+from pma_mcp.core.models import GCFacts, Memory
 from pma_mcp.core.scoring import Weights
 from pma_mcp.store import ranked_read, rows, steps, upkeep
 from pma_mcp.store.base import GCBatching
 from pma_mcp.store.seam import Backend, Row
 from pma_mcp.store.upkeep import Work
+
+if TYPE_CHECKING:
+    from pma_mcp.core.records import GCDecision, TierFacts
 
 _TIER_ROWS = (
     f"SELECT * FROM (SELECT {rows.TIER_M_COLUMNS}, {rows.STATIC_SCORE} AS gc_score "
@@ -90,6 +93,8 @@ class Collection:
             transactions += 1
             if done >= len(pending):
                 return transactions
+            import asyncio  # here: a hook that never collects runs without asyncio
+
             await asyncio.sleep(limits.pause)
 
     async def tier_facts_by_score(

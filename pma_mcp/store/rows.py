@@ -8,17 +8,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pma_mcp.core import scoring
 from pma_mcp.core.models import (
     GCFacts,
-    LineageEvent,
     Memory,
     MemoryKind,
     MemoryType,
     Scope,
-    TierFacts,
     stored_epoch,
     to_datetime,
 )
@@ -26,6 +24,9 @@ from pma_mcp.core.scoring import Weights
 from pma_mcp.core.text import bm25
 from pma_mcp.store.base import Candidate
 from pma_mcp.store.seam import Row
+
+if TYPE_CHECKING:
+    from pma_mcp.core.records import LineageEvent, TierFacts
 
 COLUMNS = (
     "seq, id, namespace, content, memory_type, importance, tags, linked_entities, token_count, "
@@ -100,6 +101,8 @@ def row_of(m: Memory) -> tuple[Any, ...]:
 
 
 def tier_facts(row: Row) -> TierFacts:
+    from pma_mcp.core.records import TierFacts  # records load on first use (core.models)
+
     return TierFacts(
         seq=row[0], memory_type=_TIERS[row[1]], importance=row[2], token_count=row[3],
         access_count=row[4], created_epoch=stored_epoch(row[5]),
@@ -131,6 +134,8 @@ def ranked(row: Row, semantic: float) -> Candidate:
 
 
 def lineage_event(r: Row) -> LineageEvent:
+    from pma_mcp.core.records import LineageEvent  # a record most processes never build
+
     """From (memory_id, event, at, from_tier, to_tier, score, reason, count, last_at)."""
     return LineageEvent(
         memory_id=r[0], event=r[1], at=to_datetime(r[2]),

@@ -9,16 +9,20 @@ import dataclasses
 import json
 import math
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from pma_mcp.core import kinds
 from pma_mcp.core.errors import ConflictError, InvalidInputError, NotFoundError, StorageError
-from pma_mcp.core.models import GCDecision, Memory, MemoryKind, MemoryType
+from pma_mcp.core.models import Memory, MemoryKind, MemoryType
 from pma_mcp.core.namespaces import uncanonical_namespaces
 from pma_mcp.core.text import bm25
 from pma_mcp.core.text.lexicon import speaker_of
 from pma_mcp.store import rows, upkeep
 from pma_mcp.store.seam import Tx
 from pma_mcp.store.upkeep import Work
+
+if TYPE_CHECKING:
+    from pma_mcp.core.records import GCDecision
 
 
 async def insert_row(

@@ -11,7 +11,6 @@ Calls take microseconds and never touch a store, so they run inline.
 from __future__ import annotations
 
 import functools
-import hashlib
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -66,6 +65,8 @@ TERM_ID_BYTES = 8
 
 
 def _digest(term: str) -> bytes:
+    import hashlib  # here: it loads OpenSSL, ~3 ms a process that only reads would pay
+
     return hashlib.blake2b(term.encode(), digest_size=TERM_ID_BYTES).digest()
 
 

@@ -14,7 +14,6 @@ makes of it. Layout notes:
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import math
 import os
@@ -23,8 +22,6 @@ import sqlite3
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
-
-import aiosqlite
 
 from pma_mcp.core.models import Memory, Scope
 from pma_mcp.core.text import analysis, bm25, relevance
@@ -84,7 +81,7 @@ def match_expression(words: Sequence[str], own_text_only: Sequence[str] = ()) ->
 class SqliteReads:
     """Statements on the store's connection, sqlite3 errors mapped."""
 
-    def __init__(self, conn: aiosqlite.Connection, location: str) -> None:
+    def __init__(self, conn: db.Conn, location: str) -> None:
         self._conn = conn
         self._location = location
 
@@ -114,7 +111,7 @@ class SqliteTx(SqliteReads):
     the transaction rolls back as it would have.
     """
 
-    def __init__(self, conn: aiosqlite.Connection, location: str) -> None:
+    def __init__(self, conn: db.Conn, location: str) -> None:
         super().__init__(conn, location)
         self._queued: list[Callable[[sqlite3.Connection], object]] = []
 
@@ -183,11 +180,11 @@ class SqliteTx(SqliteReads):
 class SqliteBackend:
     """A SQLite file (or :memory:) on one connection."""
 
-    def __init__(self, conn: aiosqlite.Connection, busy_timeout_ms: int) -> None:
+    def __init__(self, conn: db.Conn, busy_timeout_ms: int) -> None:
         conn.row_factory = None  # tuples: rows are read by position
         self._conn = conn
         self._busy_timeout_ms = busy_timeout_ms
-        self._write_lock = asyncio.Lock()
+        self._write_lock = conn.write_lock
         self._reads = SqliteReads(conn, self.location)
 
     @property
@@ -196,7 +193,7 @@ class SqliteBackend:
 
     @property
     def location(self) -> str:
-        return self._conn.database if isinstance(self._conn, db.Connection) else db.MEMORY
+        return self._conn.database
 
     @property
     def reads(self) -> SqliteReads:

@@ -9,6 +9,12 @@ starts as a reader and upgrades later can fail with SQLITE_BUSY without waiting.
 Migrations follow the sqlite-utils idea: an ordered list of numbered steps, the applied
 number kept in `PRAGMA user_version`, all pending steps applied in one transaction.
 
+Two kinds of connection offer the same coroutines (`Conn`): aiosqlite's (store/sqlite/threaded.py),
+whose statements run on a thread of their own so a server's event loop keeps serving, and
+`BlockingConnection`, whose statements run on the calling thread and never suspend the
+coroutine, for a process that does nothing else meanwhile (a hook): its coroutines then need
+no event loop at all, and the process never imports asyncio (hooks/handlers.py).
+
 Storage faults are mapped here, the one place driver errors meet pma-mcp's hierarchy: a full
 disk becomes `DiskFullError`, a damaged page `DatabaseDamagedError`. Damage is remembered in a
 marker file beside the database (`<db>.damaged`), so every process refuses to write into the
@@ -17,7 +23,6 @@ file until `pma-mcp doctor --repair` replaces it.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import errno
 import logging
@@ -25,13 +30,11 @@ import math
 import os
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
-
-import aiosqlite
+from typing import Any, Protocol, TypeVar
 
 from pma_mcp import files
 from pma_mcp.core.errors import DatabaseDamagedError, DiskFullError, StorageBusyError, StorageError
@@ -54,7 +57,7 @@ class Migration:
     derive: tuple[str, ...] = ()
     """Statements that (re)compute data kept beside the rows from the rows themselves; run
     after `statements`, and idempotent, so a fixture written row by row can refill them."""
-    fill: Callable[[aiosqlite.Connection], Awaitable[None]] | None = None
+    fill: Callable[[Conn], Awaitable[None]] | None = None
     """A step SQL cannot say, run in this process after `derive` (a rule of the store's
     written in Python), in the migration's transaction."""
 
@@ -132,35 +135,55 @@ def clear_damage(database: str) -> None:
         damage_marker(database).unlink()
 
 
-class Connection(aiosqlite.Connection):
-    """aiosqlite's connection with storage faults mapped (see `storage_fault`).
+class Conn(Protocol):
+    """A connection as the store uses it: aiosqlite's subset, storage faults mapped."""
 
-    Every statement, cursor fetch and commit passes through `_execute`, so this is the one
-    place; a damaged page seen here is recorded so later writes are refused up front.
-    """
+    database: str
+    write_lock: AbstractAsyncContextManager[Any]
+    """Held by each write transaction: coroutines sharing a threaded connection (parallel
+    tool calls) would otherwise issue BEGIN inside each other's transaction."""
 
-    def __init__(self, database: str, connector: Callable[[], sqlite3.Connection]) -> None:
-        super().__init__(connector, iter_chunk_size=64)
-        self.database = database
+    @property
+    def row_factory(self) -> Any: ...
+    @row_factory.setter
+    def row_factory(self, factory: Any) -> None: ...
 
-    async def _execute(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        try:
-            return await super()._execute(fn, *args, **kwargs)  # type: ignore[no-untyped-call]
-        except sqlite3.Error as exc:
-            fault = storage_fault(exc, self.database)
-            if fault is None:
-                raise
-            if isinstance(fault, DatabaseDamagedError) and _is_corrupt(exc):
-                record_damage(self.database, fault.detail)
-            raise fault from exc
+    async def execute(self, sql: str, parameters: Iterable[Any] | None = None) -> Any: ...
+    async def execute_fetchall(
+        self, sql: str, parameters: Iterable[Any] | None = None) -> Iterable[Any]: ...
+    async def executemany(self, sql: str, parameters: Iterable[Iterable[Any]]) -> Any: ...
+    async def create_function(self, name: str, num_params: int, func: Callable[..., Any],
+                              deterministic: bool = False) -> None: ...
+    async def close(self) -> None: ...
+
+    async def call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """`fn` on the sqlite3 connection itself, where statements run (`in_thread`)."""
+        ...
+
+    async def sleep(self, seconds: float) -> None:
+        """Wait before a retry (another process holds the lock)."""
+        ...
+
+    async def finish(self, step: Coroutine[Any, Any, None]) -> None:
+        """Run `step` to its end even if the caller is cancelled meanwhile."""
+        ...
 
 
-async def in_thread(conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
+def map_fault(exc: sqlite3.Error, database: str) -> BaseException:
+    """What a statement's driver error leaves as: the StorageError of a storage fault (a
+    damaged page is recorded, so later writes are refused up front), else the error itself."""
+    fault = storage_fault(exc, database)
+    if fault is None:
+        return exc
+    if isinstance(fault, DatabaseDamagedError) and _is_corrupt(exc):
+        record_damage(database, fault.detail)
+    return fault
+
+
+async def in_thread(conn: Conn, fn: Callable[[sqlite3.Connection], T]) -> T:
     """`fn` on the connection's own sqlite3 connection, in its thread (several statements in
-    one trip; a `Connection`'s faults are mapped as every statement's are)."""
-    raw: sqlite3.Connection = conn._conn
-    result: T = await conn._execute(fn, raw)  # type: ignore[no-untyped-call]
-    return result
+    one trip; faults are mapped as every statement's are)."""
+    return await conn.call(fn)
 
 
 def _is_corrupt(exc: sqlite3.Error) -> bool:
@@ -170,21 +193,91 @@ def _is_corrupt(exc: sqlite3.Error) -> bool:
         "malformed" in str(exc).lower())
 
 
+class BlockingConnection:
+    """A sqlite3 connection behind `Conn`'s coroutines, each finished before it returns.
+
+    Nothing here ever suspends, so a coroutine that only awaits these runs to its end on its
+    first step, without an event loop. For one-shot processes only: a server must not block its
+    event loop on a statement that waits for another process's lock.
+    """
+
+    def __init__(self, database: str, connector: Callable[[], sqlite3.Connection]) -> None:
+        self.database = database
+        self.write_lock: AbstractAsyncContextManager[Any] = contextlib.nullcontext()
+        self._conn: sqlite3.Connection | None = self._call(connector)
+
+    def _call(self, fn: Callable[..., T], *args: Any) -> T:
+        try:
+            return fn(*args)
+        except sqlite3.Error as exc:
+            fault = map_fault(exc, self.database)
+            if fault is exc:
+                raise
+            raise fault from exc
+
+    @property
+    def _open(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise ValueError("Connection closed")
+        return self._conn
+
+    @property
+    def row_factory(self) -> Any:
+        return self._open.row_factory
+
+    @row_factory.setter
+    def row_factory(self, factory: Any) -> None:
+        self._open.row_factory = factory
+
+    async def execute(self, sql: str, parameters: Iterable[Any] | None = None) -> Any:
+        return self._call(self._open.execute, sql, () if parameters is None else parameters)
+
+    async def execute_fetchall(
+            self, sql: str, parameters: Iterable[Any] | None = None) -> Iterable[Any]:
+        cursor = await self.execute(sql, parameters)
+        return self._call(cursor.fetchall)
+
+    async def executemany(self, sql: str, parameters: Iterable[Iterable[Any]]) -> Any:
+        return self._call(self._open.executemany, sql, parameters)
+
+    async def create_function(self, name: str, num_params: int, func: Callable[..., Any],
+                              deterministic: bool = False) -> None:
+        conn = self._open
+        self._call(lambda: conn.create_function(name, num_params, func,
+                                                deterministic=deterministic))
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            self._call(conn.close)
+
+    async def call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        return self._call(fn, self._open)
+
+    async def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    async def finish(self, step: Coroutine[Any, Any, None]) -> None:
+        await step
+
+
 # ------------------------------------------------------------------------ opening
 
 
-async def connect(database: str, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> aiosqlite.Connection:
+async def connect(database: str, busy_timeout_ms: int = BUSY_TIMEOUT_MS, *,
+                  blocking: bool = False) -> Conn:
     """Open `database` (a file path or ':memory:') with the pragmas every process relies on.
 
     A prompt hook passes a short `busy_timeout_ms`: Claude Code gives it 10 s in all, and a
-    late hook's context is thrown away.
+    late hook's context is thrown away. `blocking`: a BlockingConnection (see the module
+    docstring), else a threaded one.
     """
     if database != MEMORY:
         refuse_non_regular(Path(database))
         _create_private_file(Path(database))
     try:
-        conn = await Connection(
-            database, lambda: sqlite3.connect(database, isolation_level=None))
+        conn = await open_connection(
+            database, lambda: sqlite3.connect(database, isolation_level=None), blocking=blocking)
     except StorageError:
         raise
     except sqlite3.Error as exc:
@@ -193,7 +286,7 @@ async def connect(database: str, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> aios
     try:
         await conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         if database != MEMORY:
-            await _retry_locked(lambda: conn.execute("PRAGMA journal_mode = WAL"),
+            await _retry_locked(conn, lambda: conn.execute("PRAGMA journal_mode = WAL"),
                                 busy_timeout_ms)
             await conn.execute("PRAGMA synchronous = NORMAL")
         await conn.execute("PRAGMA foreign_keys = ON")
@@ -207,10 +300,21 @@ async def connect(database: str, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> aios
     return conn
 
 
-def refuse_writes_if_damaged(conn: aiosqlite.Connection) -> None:
+async def open_connection(database: str, connector: Callable[[], sqlite3.Connection], *,
+                          blocking: bool = False) -> Conn:
+    """`connector`'s connection as a BlockingConnection or on aiosqlite's thread (imported
+    only then, with asyncio)."""
+    if blocking:
+        return BlockingConnection(database, connector)
+    from pma_mcp.store.sqlite.threaded import ThreadedConnection
+
+    conn = ThreadedConnection(database, connector)
+    await conn  # starts its thread, which connects
+    return conn
+
+
+def refuse_writes_if_damaged(conn: Conn) -> None:
     """Raise DatabaseDamagedError when `conn`'s file is recorded as damaged."""
-    if not isinstance(conn, Connection):
-        return
     detail = damage_recorded(conn.database)
     if detail is not None:
         raise DatabaseDamagedError(conn.database, detail)
@@ -242,7 +346,7 @@ def _create_private_file(path: Path) -> None:
         ) from exc
 
 
-async def _ensure_math_functions(conn: aiosqlite.Connection) -> None:
+async def _ensure_math_functions(conn: Conn) -> None:
     """Register exp/ln where SQLite was built without its math functions."""
     try:
         await conn.execute("SELECT exp(0), ln(1)")
@@ -251,7 +355,8 @@ async def _ensure_math_functions(conn: aiosqlite.Connection) -> None:
         await conn.create_function("ln", 1, math.log, deterministic=True)
 
 
-async def _retry_locked(op: Callable[[], Awaitable[object]], busy_timeout_ms: int) -> None:
+async def _retry_locked(conn: Conn, op: Callable[[], Awaitable[object]],
+                        busy_timeout_ms: int) -> None:
     """Run `op`, retrying while another process holds a lock SQLite did not wait for
     (some lock requests fail at once instead of calling the busy handler).
 
@@ -268,7 +373,7 @@ async def _retry_locked(op: Callable[[], Awaitable[object]], busy_timeout_ms: in
             attempt += 1
             if not _is_locked(exc) or time.monotonic() >= deadline:
                 raise
-            await asyncio.sleep(min(0.05 * attempt, 0.5))
+            await conn.sleep(min(0.05 * attempt, 0.5))
 
 
 def _is_locked(exc: sqlite3.OperationalError) -> bool:
@@ -278,8 +383,8 @@ def _is_locked(exc: sqlite3.OperationalError) -> bool:
 
 @asynccontextmanager
 async def transaction(
-    conn: aiosqlite.Connection, busy_timeout_ms: int = BUSY_TIMEOUT_MS
-) -> AsyncIterator[aiosqlite.Connection]:
+    conn: Conn, busy_timeout_ms: int = BUSY_TIMEOUT_MS
+) -> AsyncIterator[Conn]:
     """BEGIN IMMEDIATE … COMMIT, rolled back on any error (including cancellation).
 
     Refused up front when the file is recorded as damaged (DatabaseDamagedError).
@@ -290,7 +395,7 @@ async def transaction(
     """
     refuse_writes_if_damaged(conn)  # a stat: other processes may have found the damage
     try:
-        await _retry_locked(lambda: conn.execute("BEGIN IMMEDIATE"), busy_timeout_ms)
+        await _retry_locked(conn, lambda: conn.execute("BEGIN IMMEDIATE"), busy_timeout_ms)
         yield conn
         await conn.execute("COMMIT")  # a COMMIT that fails (disk full) leaves it open: roll back
     except BaseException:
@@ -298,7 +403,7 @@ async def transaction(
         raise
 
 
-async def _rollback(conn: aiosqlite.Connection) -> None:
+async def _rollback(conn: Conn) -> None:
     """ROLLBACK that runs even if the caller is being cancelled.
 
     It is queued behind whatever the connection's thread is still doing (a pending BEGIN)
@@ -311,16 +416,15 @@ async def _rollback(conn: aiosqlite.Connection) -> None:
         except (sqlite3.Error, StorageError, ValueError):  # none active, or closed
             log.debug("rollback skipped", exc_info=True)
 
-    await asyncio.shield(asyncio.ensure_future(rollback()))
+    await conn.finish(rollback())
 
 
-async def schema_version(conn: aiosqlite.Connection) -> int:
-    async with conn.execute("PRAGMA user_version") as cur:
-        row = await cur.fetchone()
-    return int(row[0]) if row else 0
+async def schema_version(conn: Conn) -> int:
+    found = list(await conn.execute_fetchall("PRAGMA user_version"))
+    return int(found[0][0]) if found else 0
 
 
-async def migrate(conn: aiosqlite.Connection, migrations: Sequence[Migration]) -> int:
+async def migrate(conn: Conn, migrations: Sequence[Migration]) -> int:
     """Apply every migration newer than the file's user_version; return the final version.
 
     Runs inside one write transaction, re-reading the version after taking the lock, so two

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import time
 
-import aiosqlite
-
 from pma_mcp.core.models import MemoryKind
 from pma_mcp.core.text.analysis import TOKENIZER as FTS_TOKENIZER  # Porter over unicode61
 from pma_mcp.store import steps, upkeep
@@ -18,18 +16,18 @@ from pma_mcp.store.sqlite import db
 from pma_mcp.store.sqlite.backend import SqliteTx
 
 
-async def _fold_spellings(conn: aiosqlite.Connection) -> None:
+async def _fold_spellings(conn: db.Conn) -> None:
     """steps.fold_spellings inside the migration's transaction."""
-    tx = SqliteTx(conn, getattr(conn, "database", db.MEMORY))
+    tx = SqliteTx(conn, conn.database)
     work = upkeep.Work(tx)
     await steps.fold_spellings(work, time.time())
     await work.flush()
     await tx.flush()
 
 
-async def _infer_kinds(conn: aiosqlite.Connection) -> None:
+async def _infer_kinds(conn: db.Conn) -> None:
     """steps.infer_kinds inside the migration's transaction."""
-    tx = SqliteTx(conn, getattr(conn, "database", db.MEMORY))
+    tx = SqliteTx(conn, conn.database)
     await steps.infer_kinds(tx)
     await tx.flush()
 

@@ -21,9 +21,11 @@ class SQLiteStore(MemoryStore):
     """Open with `await SQLiteStore.open(database)`."""
 
     @classmethod
-    async def open(cls, database: str, busy_timeout_ms: int = db.BUSY_TIMEOUT_MS) -> SQLiteStore:
-        """Open (creating and migrating if needed) the file `database`."""
-        conn = await db.connect(database, busy_timeout_ms)
+    async def open(cls, database: str, busy_timeout_ms: int = db.BUSY_TIMEOUT_MS, *,
+                   blocking: bool = False) -> SQLiteStore:
+        """Open (creating and migrating if needed) the file `database`; `blocking`: on a
+        db.BlockingConnection, whose coroutines need no event loop."""
+        conn = await db.connect(database, busy_timeout_ms, blocking=blocking)
         try:
             await conn.create_function("pma_speaker", 1, speaker_of, deterministic=True)
             await conn.create_function("pma_term_seq", 1, analysis.content_ids,
@@ -42,7 +44,7 @@ class SQLiteStore(MemoryStore):
         be opened."""
         uri = f"file:{quote(str(path))}?mode=ro"
         try:
-            conn = await db.Connection(
+            conn = await db.open_connection(
                 str(path), lambda: sqlite3.connect(uri, uri=True, isolation_level=None))
         except sqlite3.Error as exc:
             raise StorageError(f"cannot open {path}: {exc}") from exc
