@@ -105,7 +105,7 @@ class SqliteTx(SqliteReads):
     """Inside `BEGIN IMMEDIATE`; the FTS5 row of a memory follows its texts.
 
     Statements that return nothing are queued and go to aiosqlite's thread together with the
-    next statement that returns rows, or at `flush` before COMMIT: one trip instead of one per
+    next statement that returns rows, or with COMMIT: one trip instead of one per
     statement (a `remember` is a dozen statements, and a trip costs more than most of them).
     A queued statement's error surfaces at that next trip, still inside the transaction, so
     the transaction rolls back as it would have.
@@ -137,6 +137,10 @@ class SqliteTx(SqliteReads):
         """Send what is queued (before COMMIT)."""
         if self._queued:
             await self._send(lambda raw: None)
+
+    async def commit(self) -> None:
+        """Send what is queued, then COMMIT, in one trip."""
+        await self._send(lambda raw: raw.execute("COMMIT"))
 
     async def execute(self, sql: str, *args: Any) -> None:
         statement, params = _bind(sql, args)
@@ -218,11 +222,9 @@ class SqliteBackend:
         processes wait on the file's lock (busy_timeout), so `namespaces` need no lock."""
         async with self._write_lock:
             try:
-                async with db.transaction(self._conn, self._busy_timeout_ms) as conn:
-                    tx = SqliteTx(conn, self.location)
-                    result = await body(tx)
-                    await tx.flush()
-                    return result
+                tx = SqliteTx(self._conn, self.location)
+                async with db.transaction(self._conn, self._busy_timeout_ms, tx.commit):
+                    return await body(tx)
             except sqlite3.Error as exc:
                 raise db.driver_error(exc, self.location) from exc
 

@@ -383,9 +383,12 @@ def _is_locked(exc: sqlite3.OperationalError) -> bool:
 
 @asynccontextmanager
 async def transaction(
-    conn: Conn, busy_timeout_ms: int = BUSY_TIMEOUT_MS
+    conn: Conn, busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+    commit: Callable[[], Awaitable[None]] | None = None,
 ) -> AsyncIterator[Conn]:
     """BEGIN IMMEDIATE … COMMIT, rolled back on any error (including cancellation).
+    `commit` commits instead of a COMMIT of its own (a caller sending it with other
+    statements in one trip).
 
     Refused up front when the file is recorded as damaged (DatabaseDamagedError).
 
@@ -397,7 +400,8 @@ async def transaction(
     try:
         await _retry_locked(conn, lambda: conn.execute("BEGIN IMMEDIATE"), busy_timeout_ms)
         yield conn
-        await conn.execute("COMMIT")  # a COMMIT that fails (disk full) leaves it open: roll back
+        # a COMMIT that fails (disk full) leaves the transaction open: rolled back below
+        await (commit() if commit is not None else conn.execute("COMMIT"))
     except BaseException:
         await _rollback(conn)
         raise
