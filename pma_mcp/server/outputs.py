@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -30,6 +30,11 @@ from pma_mcp.core.models import (
     UpdateResult,
 )
 from pma_mcp.core.namespaces import GLOBAL_NAMESPACE
+
+Kind = Annotated[MemoryKind, Field(description="What it is (fact, decision, preference, event, "
+                                   "note): chosen when stored, never changed by the collector")]
+Tier = Annotated[MemoryType, Field(description="Its tier: where the collector keeps it now "
+                                   "(working, episodic, semantic, archived)")]
 
 
 class _Out(BaseModel):
@@ -60,10 +65,8 @@ class MemoryOut(_Out):
     id: str = Field(description="Full id; forget/inspect also accept a unique prefix of 6+ chars")
     namespace: str
     content: str
-    kind: MemoryKind = Field(description="What it is (fact, decision, preference, event, "
-                             "note): chosen when stored, never changed by the collector")
-    memory_type: MemoryType = Field(description="Its tier: where the collector keeps it now "
-                                    "(working, episodic, semantic, archived)")
+    kind: Kind
+    memory_type: Tier
     importance: float
     tags: list[str]
     linked_entities: list[str]
@@ -94,10 +97,8 @@ class StoredMemory(_Out):
 
     id: str
     namespace: str
-    kind: MemoryKind = Field(description="What it is (fact, decision, preference, event, "
-                             "note): chosen when stored, never changed by the collector")
-    memory_type: MemoryType = Field(description="Its tier: where the collector keeps it now "
-                                    "(working, episodic, semantic, archived)")
+    kind: Kind
+    memory_type: Tier
     importance: float
     tags: list[str]
     linked_entities: list[str]
@@ -128,10 +129,8 @@ class RecalledMemory(_Out):
     content: str
     metadata: dict[str, Any]
     namespace: str
-    kind: MemoryKind = Field(description="What it is (fact, decision, preference, event, "
-                             "note): chosen when stored, never changed by the collector")
-    memory_type: MemoryType = Field(description="Its tier: where the collector keeps it now "
-                                    "(working, episodic, semantic, archived)")
+    kind: Kind
+    memory_type: Tier
     importance: float
     tags: list[str]
     linked_entities: list[str]
