@@ -1,0 +1,540 @@
+"""Offline first-pass lab: recall's lexical first pass rebuilt in pure Python over the LoCoMo
+turns (no store, no server), so changes to WHAT the first pass scores can be measured in
+seconds, each followed by the shipped second pass (core/rerank.order) over its top DEPTH.
+
+    uv run python -m benchmarks.firstpass_lab --data locomo_dev.json
+
+The rebuild follows the store: every turn "<speaker>: <text>" stored in order (one namespace
+per conversation, one session id per LoCoMo session); its content vector, its context vector
+(the content of up to relevance.CONTEXT_RADIUS turns of its session on each side) and its
+length (content + context); per namespace the own-text document counts and the total length;
+store-wide the content document counts (the row budget, relevance.within_budget). Each
+question is scored by core.text.bm25 with relevance's column weights and speaker boost, over
+every turn of its conversation that matches a searched term (the product's FTS5 picks its
+top relevance.CANDIDATES of those first; the top DEPTH re-scored match either way). Importance,
+recency and access are left out: equal importance, no access (`touch=False`), and recency
+differs by minutes between turns, so ties fall to the newer turn as in the product.
+
+Candidates change the first-pass score (session-level BM25 fused in, a session field,
+store-derived query expansion, ...); each is scored with the weight chosen leave-one-
+conversation-out (chosen on four conversations, scored on the fifth) beside its best weight
+on all five. LoCoMo is CC BY-NC 4.0: keep the data and anything derived from it out of the
+repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchmarks.locomo import CATEGORIES, KS, load
+from pma_mcp.core import rerank
+from pma_mcp.core.text import analysis, bm25, lexicon, relevance
+
+DEPTH = rerank.DEPTH
+
+
+# ------------------------------------------------------------------ the store, rebuilt
+
+
+@dataclass
+class Turn:
+    seq: int
+    dia_id: str
+    session: str
+    speaker: str | None
+    content: Counter[str]
+    context: Counter[str]
+    vector: str
+    length: int
+
+
+@dataclass
+class Question:
+    text: str
+    category: int
+    evidence: frozenset[str]
+
+
+@dataclass
+class Conv:
+    name: str
+    turns: list[Turn]
+    questions: list[Question]
+    df: dict[str, int]
+    total_length: int
+    sessions: dict[str, list[int]]
+    docs: list[bm25.Document] = field(default_factory=list)
+    postings: dict[str, list[int]] = field(default_factory=dict)
+
+
+@dataclass
+class Store:
+    convs: list[Conv]
+    total_docs: int
+    term_df: dict[str, int]
+
+
+def build(data: Path) -> Store:
+    loaded = load(data)
+    convs: list[Conv] = []
+    term_df: Counter[str] = Counter()
+    seq = 0
+    for conv in loaded:
+        texts = [t.content for t in conv.turns]
+        seqs = analysis.term_sequences(texts)
+        contents = [Counter(s) for s in seqs]
+        sessions: dict[str, list[int]] = {}
+        for i, t in enumerate(conv.turns):
+            sessions.setdefault(conv.session_id(t), []).append(i)
+        turns: list[Turn] = []
+        for i, t in enumerate(conv.turns):
+            sid = conv.session_id(t)
+            members = sessions[sid]
+            at = members.index(i)
+            around = members[max(0, at - relevance.CONTEXT_RADIUS):at] + \
+                members[at + 1:at + 1 + relevance.CONTEXT_RADIUS]
+            ctx: Counter[str] = Counter()
+            for j in around:
+                ctx.update(contents[j])
+            seq += 1
+            turns.append(Turn(seq, t.dia_id, sid, lexicon.speaker_of(t.content), contents[i],
+                              ctx, bm25.encode(contents[i]),
+                              sum(contents[i].values()) + sum(ctx.values())))
+        df: Counter[str] = Counter()
+        for counts in contents:
+            df.update(counts.keys())
+        term_df.update(df)
+        questions = [Question(q.text, q.category, q.evidence) for q in conv.questions]
+        built = Conv(conv.sample_id, turns, questions, dict(df), sum(t.length for t in turns),
+                     sessions)
+        built.docs = [bm25.Document(t.vector, "", bm25.encode(t.context), t.length)
+                      for t in turns]
+        for i, turn in enumerate(turns):
+            for term in set(turn.content) | set(turn.context):
+                built.postings.setdefault(term, []).append(i)
+        convs.append(built)
+    return Store(convs, seq, dict(term_df))
+
+
+# ------------------------------------------------------------------ the first pass
+
+
+@dataclass
+class Asked:
+    """One question as the first pass sees it: its analysed terms and per-turn raw scores."""
+
+    conv: Conv
+    q: Question
+    analysed: relevance.AnalysedQuery
+    x: list[float]
+    """Per turn: BM25 (speaker-boosted) over the ideal score, 0 for no match."""
+
+
+def ask(store: Store, conv: Conv, q: Question) -> Asked:
+    terms = relevance.query_terms(q.text)
+    index = relevance.term_stats(store.total_docs, {t: store.term_df.get(t, 0) for t in terms})
+    scope = relevance.ScopeStats(len(conv.turns), conv.total_length,
+                                 {t: conv.df.get(t, 0) for t in terms})
+    a = relevance.analysed(q.text, terms, index, scope)
+    x = [0.0] * len(conv.turns)
+    if a.searched:
+        own = set(a.own_text_only)
+        hit: set[int] = set()
+        for t in a.searched:
+            for i in conv.postings.get(t, ()):
+                if t not in own or conv.turns[i].content.get(t):
+                    hit.add(i)
+        idx = sorted(hit)
+        qq = a.bm25_query
+        raws = bm25.score_many((conv.docs[i] for i in idx), qq.keys, qq.avg_length,
+                               relevance.COLUMN_WEIGHTS)
+        for i, r in zip(idx, raws, strict=True):
+            boost = relevance.SPEAKER_BOOST if lexicon.names_speaker(
+                a.tokens, conv.turns[i].speaker) else 1.0
+            x[i] = r * boost / a.ideal if a.ideal > 0 else 0.0
+    return Asked(conv, q, a, x)
+
+
+def ranked(conv: Conv, score: Sequence[float]) -> list[int]:
+    """Turns with a positive score, best first; ties to the newer turn."""
+    return sorted((i for i, s in enumerate(score) if s > 0),
+                  key=lambda i: (-score[i], -conv.turns[i].seq))
+
+
+def second_pass(asked: Asked, order: list[int], score: Sequence[float]) -> list[int]:
+    conv = asked.conv
+    entries = [rerank.entry(conv.turns[i].seq, score[i], conv.turns[i].session,
+                            conv.turns[i].speaker, conv.turns[i].vector) for i in order[:DEPTH]]
+    q = rerank.question(asked.q.text, list(asked.analysed.words))
+    top = [order[j] for j in rerank.order(entries, q)]
+    return top + order[DEPTH:]
+
+
+# ------------------------------------------------------------------ evaluation
+
+
+Scorer = Callable[[Asked], list[float]]
+"""A question → per-turn first-pass score (the second pass then runs on its top DEPTH)."""
+
+
+def recall_at(asked: Asked, order: Sequence[int]) -> tuple[float, ...]:
+    ids = [asked.conv.turns[i].dia_id for i in order]
+    ev = asked.q.evidence
+    return tuple(len(ev & set(ids[:k])) / len(ev) for k in KS)
+
+
+Result = dict[int | None, tuple[float, ...]]
+
+
+def mean_by_category(rows: Sequence[tuple[Asked, tuple[float, ...]]]) -> Result:
+    per: dict[int | None, list[tuple[float, ...]]] = {}
+    for a, r in rows:
+        per.setdefault(None, []).append(r)
+        per.setdefault(a.q.category, []).append(r)
+    return {c: tuple(statistics.fmean(col) for col in zip(*rs, strict=True))
+            for c, rs in per.items()}
+
+
+def run(items: Sequence[Asked], scorer: Scorer, second: bool = True,
+        ) -> list[tuple[Asked, tuple[float, ...]]]:
+    out = []
+    for a in items:
+        s = scorer(a)
+        order = ranked(a.conv, s)
+        if second:
+            order = second_pass(a, order, s)
+        out.append((a, recall_at(a, order)))
+    return out
+
+
+def r5(items: Sequence[Asked], scorer: Scorer) -> float:
+    return statistics.fmean(r[1] for _, r in run(items, scorer))
+
+
+def fmt(res: Result) -> str:
+    parts = [" ".join(f"{v:.3f}" for v in res[None])]
+    parts += [" ".join(f"{v:.3f}" for v in res.get(c, ())) for c in CATEGORIES]
+    return " | ".join(parts)
+
+
+HEADER = "overall R@1 R@5 R@10 | " + " | ".join(f"{c} {n}" for c, n in CATEGORIES.items())
+
+
+def held_out(items: Sequence[Asked], family: Callable[[float], Scorer],
+             grid: Sequence[float]) -> tuple[Result, Result, float, list[float]]:
+    """(best weight's figures on all five, leave-one-conversation-out figures, the best
+    weight, the weight each fold chose). Per fold the grid point with the best R@5 on the
+    other four conversations is scored on the fifth."""
+    by_weight = {w: run(items, family(w)) for w in grid}
+    def mean5(rows: Sequence[tuple[Asked, tuple[float, ...]]]) -> float:
+        return statistics.fmean(r[1] for _, r in rows) if rows else 0.0
+    best = max(grid, key=lambda w: (mean5(by_weight[w]), -abs(w)))
+    convs = sorted({a.conv.name for a in items})
+    chosen = []
+    held: list[tuple[Asked, tuple[float, ...]]] = []
+    for name in convs:
+        w = max(grid, key=lambda w: (mean5([r for r in by_weight[w] if r[0].conv.name != name]),
+                                     -abs(w)))
+        chosen.append(w)
+        held += [r for r in by_weight[w] if r[0].conv.name == name]
+    return mean_by_category(by_weight[best]), mean_by_category(held), best, chosen
+
+
+# ------------------------------------------------------------------ candidates
+
+
+def baseline(a: Asked) -> list[float]:
+    return a.x
+
+
+@dataclass
+class SessionIndex:
+    """Each session as one document: its turns' content summed (for session-level BM25)."""
+
+    vectors: dict[str, Counter[str]]
+    df: dict[str, int]
+    avg: float
+
+
+_sessions: dict[str, SessionIndex] = {}
+
+
+def session_index(conv: Conv) -> SessionIndex:
+    if conv.name not in _sessions:
+        vectors: dict[str, Counter[str]] = {}
+        for sid, members in conv.sessions.items():
+            total: Counter[str] = Counter()
+            for i in members:
+                total.update(conv.turns[i].content)
+            vectors[sid] = total
+        df: Counter[str] = Counter()
+        for v in vectors.values():
+            df.update(v.keys())
+        avg = statistics.fmean(sum(v.values()) for v in vectors.values())
+        _sessions[conv.name] = SessionIndex(vectors, dict(df), avg)
+    return _sessions[conv.name]
+
+
+def session_scores(a: Asked) -> dict[str, float]:
+    """BM25 of each session (its whole text) for the query, over the best session's score."""
+    cache = a.__dict__.setdefault("_sess", {})
+    if "v" in cache:
+        return dict(cache["v"])
+    si = session_index(a.conv)
+    n = len(si.vectors)
+    out: dict[str, float] = {}
+    for sid, v in si.vectors.items():
+        length = sum(v.values())
+        norm = bm25.K1 * (1 - bm25.B + bm25.B * length / si.avg)
+        s = 0.0
+        for t in a.analysed.words:
+            tf = v.get(t, 0)
+            if tf:
+                s += bm25.idf(n, si.df.get(t, 0)) * tf * (bm25.K1 + 1) / (tf + norm)
+        out[sid] = s
+    top = max(out.values(), default=0.0)
+    v2 = {k: (s / top if top > 0 else 0.0) for k, s in out.items()}
+    cache["v"] = v2
+    return dict(v2)
+
+
+def session_multiplicative(w: float) -> Scorer:
+    """(a) x · (1 + w · session score): reorders matched turns toward the best sessions."""
+    def f(a: Asked) -> list[float]:
+        ss = session_scores(a)
+        return [x * (1 + w * ss[t.session]) for x, t in zip(a.x, a.conv.turns, strict=True)]
+    return f
+
+
+def session_additive(w: float, top_sessions: int = 3) -> Scorer:
+    """(a) x + w · session score · turn prior, for the turns of the best `top_sessions`
+    sessions: unmatched turns of a well-matched session enter the pool. The prior is the
+    turn's share of its session's best x (0 → a floor of 0.1), so the session's own best
+    turns lead."""
+    def f(a: Asked) -> list[float]:
+        ss = session_scores(a)
+        best = sorted(ss, key=lambda s: -ss[s])[:top_sessions]
+        out = list(a.x)
+        for sid in best:
+            members = a.conv.sessions[sid]
+            peak = max(a.x[i] for i in members) or 1.0
+            for i in members:
+                out[i] += w * ss[sid] * max(a.x[i] / peak, 0.1) * peak
+        return out
+    return f
+
+
+def rrf(w: float, k: float = 60.0) -> Scorer:
+    """(a) reciprocal-rank fusion of the turn order and the session order (each turn ranked
+    by its session's score, ties by the turn's own x), weight w on the session list."""
+    def f(a: Asked) -> list[float]:
+        ss = session_scores(a)
+        n = len(a.x)
+        turn_order = ranked(a.conv, a.x)
+        turn_rank = {i: r for r, i in enumerate(turn_order)}
+        sess_order = sorted(range(n), key=lambda i: (-ss[a.conv.turns[i].session], -a.x[i]))
+        sess_rank = {i: r for r, i in enumerate(sess_order)}
+        out = []
+        for i in range(n):
+            s = (1 / (k + turn_rank[i]) if i in turn_rank else 0.0)
+            if ss[a.conv.turns[i].session] > 0:
+                s += w / (k + sess_rank[i])
+            out.append(s)
+        return out
+    return f
+
+
+def session_field(w: float) -> Scorer:
+    """(b) a third indexed field: the turn's session text (its turns' content summed) at
+    column weight w beside content 1.0 and context 0.5, BM25-saturated per term, the
+    document length unchanged (the field's own length normalised by the average session)."""
+    def f(a: Asked) -> list[float]:
+        si = session_index(a.conv)
+        conv = a.conv
+        q = a.analysed.bm25_query
+        own = set(a.analysed.own_text_only)
+        out = []
+        for t in conv.turns:
+            sv = si.vectors[t.session]
+            slen = sum(sv.values()) / si.avg
+            norm = bm25.K1 * (1 - bm25.B + bm25.B * t.length / q.avg_length)
+            s = 0.0
+            for term, idf in q.idf.items():
+                fr = t.content.get(term, 0) * 1.0
+                if term not in own:
+                    fr += 0.5 * t.context.get(term, 0) + w * sv.get(term, 0) / slen
+                if fr > 0:
+                    s += idf * fr * (bm25.K1 + 1) / (fr + norm)
+            if lexicon.names_speaker(a.analysed.tokens, t.speaker):
+                s *= relevance.SPEAKER_BOOST
+            out.append(s / q.ideal if q.ideal > 0 else 0.0)
+        return out
+    return f
+
+
+# (c) query expansion from store-derived term association
+
+
+@dataclass
+class Association:
+    """Per conversation: for each term, the units (sessions or turn windows) holding it."""
+
+    units: dict[str, set[int]]
+    n: int
+
+
+_assoc: dict[tuple[str, str], Association] = {}
+
+
+def association(conv: Conv, unit: str) -> Association:
+    key = (conv.name, unit)
+    if key not in _assoc:
+        units: dict[str, set[int]] = {}
+        if unit == "session":
+            groups = list(conv.sessions.values())
+        else:  # a turn and its context window
+            groups = [[i] for i in range(len(conv.turns))]
+        for u, members in enumerate(groups):
+            for i in members:
+                t = conv.turns[i]
+                terms = set(t.content) | (set(t.context) if unit == "window" else set())
+                for term in terms:
+                    units.setdefault(term, set()).add(u)
+        _assoc[key] = Association(units, len(groups))
+    return _assoc[key]
+
+
+def expansion_terms(a: Asked, unit: str, k: int, min_units: int = 2) -> dict[str, float]:
+    """The k terms most associated with the query's terms: Σ_q idf(q)·P(t|q)·log(P(t|q)/P(t))
+    (a PMI weighted by how often t follows q), stopwords, names and query terms excluded,
+    normalised to the best = 1."""
+    cache = a.__dict__.setdefault("_exp", {})
+    key = (unit, k)
+    if key in cache:
+        return dict(cache[key])
+    assoc = association(a.conv, unit)
+    qterms = set(a.analysed.words)
+    speakers = {s for _, s in analysis.stems(sorted(
+        {w for t in a.conv.turns if t.speaker for w in lexicon.words(t.speaker)}))}
+    score: dict[str, float] = {}
+    idf = a.analysed.bm25_query.idf
+    for q in qterms:
+        uq = assoc.units.get(q)
+        if not uq:
+            continue
+        wq = idf.get(q, 1.0)
+        for t, ut in assoc.units.items():
+            if t in qterms or t in speakers or len(ut) < min_units or t.isdigit():
+                continue
+            if t in STOP_TERMS:
+                continue
+            both = len(uq & ut)
+            if both < 2:
+                continue
+            p_tq = both / len(uq)
+            p_t = len(ut) / assoc.n
+            pmi = math.log(p_tq / p_t)
+            if pmi > 0:
+                score[t] = score.get(t, 0.0) + wq * p_tq * pmi
+    top = dict(sorted(score.items(), key=lambda kv: -kv[1])[:k])
+    best = max(top.values(), default=1.0)
+    v = {t: s / best for t, s in top.items()}
+    cache[key] = v
+    return dict(v)
+
+
+STOP_TERMS = frozenset(t for _, t in analysis.stems(sorted(lexicon.STOPWORDS)))
+
+
+def expanded(w: float, unit: str = "session", k: int = 10) -> Scorer:
+    """(c) x + w · BM25 of the turn for the expansion terms (each at its association weight
+    × its idf), over the same ideal: a second cheap lookup at low weight."""
+    def f(a: Asked) -> list[float]:
+        exp = expansion_terms(a, unit, k)
+        if not exp:
+            return a.x
+        conv = a.conv
+        q = a.analysed.bm25_query
+        df = conv.df
+        n = len(conv.turns)
+        keys = tuple((f" {t}:", bm25.idf(n, df.get(t, 0)) * s, True) for t, s in exp.items())
+        raws = bm25.score_many(conv.docs, keys, q.avg_length, relevance.COLUMN_WEIGHTS)
+        ideal = q.ideal or 1.0
+        return [x + w * r / ideal if x > 0 or r > 0 else 0.0
+                for x, r in zip(a.x, raws, strict=True)]
+    return f
+
+
+def expanded_session(w: float, k: int = 10) -> Scorer:
+    """(c) like `expanded`, but the expansion terms come from the query's best sessions
+    only (a store-level relevance model: the top-3 sessions by session BM25)."""
+    def f(a: Asked) -> list[float]:
+        ss = session_scores(a)
+        best = sorted(ss, key=lambda s: -ss[s])[:3]
+        si = session_index(a.conv)
+        qterms = set(a.analysed.words)
+        n = len(si.vectors)
+        weight: dict[str, float] = {}
+        for sid in best:
+            v = si.vectors[sid]
+            total = sum(v.values()) or 1
+            for t, tf in v.items():
+                if t in qterms or t in STOP_TERMS or t.isdigit():
+                    continue
+                weight[t] = weight.get(t, 0.0) + ss[sid] * tf / total * bm25.idf(
+                    n, si.df.get(t, 0))
+        top = dict(sorted(weight.items(), key=lambda kv: -kv[1])[:k])
+        if not top:
+            return a.x
+        peak = max(top.values())
+        conv = a.conv
+        q = a.analysed.bm25_query
+        keys = tuple((f" {t}:", bm25.idf(len(conv.turns), conv.df.get(t, 0)) * s / peak, True)
+                     for t, s in top.items())
+        raws = bm25.score_many(conv.docs, keys, q.avg_length, relevance.COLUMN_WEIGHTS)
+        ideal = q.ideal or 1.0
+        return [x + w * r / ideal for x, r in zip(a.x, raws, strict=True)]
+    return f
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", type=Path, required=True, help="LoCoMo JSON (dev split)")
+    parser.add_argument("--only", help="comma-separated candidate names to run")
+    args = parser.parse_args()
+    store = build(args.data)
+    items = [ask(store, c, q) for c in store.convs for q in c.questions]
+    print(f"{len(items)} questions, {store.total_docs} turns")
+    print(HEADER)
+    print(f"{'first pass':<36} {fmt(mean_by_category(run(items, baseline, second=False)))}")
+    base = mean_by_category(run(items, baseline))
+    print(f"{'+ second pass (shipped)':<36} {fmt(base)}")
+    grid = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8)
+    candidates: dict[str, tuple[Callable[[float], Scorer], Sequence[float]]] = {
+        "a-session-mult": (session_multiplicative, (0.0, 0.1, 0.2, 0.4, 0.8, 1.5)),
+        "a-session-add-top3": (lambda w: session_additive(w, 3), grid),
+        "a-session-add-top1": (lambda w: session_additive(w, 1), grid),
+        "a-rrf": (rrf, (0.0, 0.1, 0.2, 0.3, 0.5, 1.0)),
+        "b-session-field": (session_field, (0.0, 0.02, 0.05, 0.1, 0.2, 0.3)),
+        "c-expand-session-pmi": (lambda w: expanded(w, "session"), grid),
+        "c-expand-window-pmi": (lambda w: expanded(w, "window"), grid),
+        "c-expand-top-sessions": (expanded_session, grid),
+    }
+    only = set(args.only.split(",")) if args.only else None
+    for name, (family, g) in candidates.items():
+        if only and name not in only:
+            continue
+        fitted, held, best, chosen = held_out(items, family, g)
+        print(f"{name:<36} {fmt(fitted)}  best {best}")
+        print(f"{'  held out':<36} {fmt(held)}  folds {chosen}")
+
+
+if __name__ == "__main__":
+    main()
