@@ -28,9 +28,10 @@ import argparse
 import math
 import statistics
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from benchmarks.locomo import CATEGORIES, KS, load
 from pma_mcp.core import rerank
@@ -226,24 +227,25 @@ def fmt(res: Result) -> str:
 HEADER = "overall R@1 R@5 R@10 | " + " | ".join(f"{c} {n}" for c, n in CATEGORIES.items())
 
 
-def held_out(items: Sequence[Asked], family: Callable[[float], Scorer],
-             grid: Sequence[float]) -> tuple[Result, Result, float, list[float]]:
+def held_out(items: Sequence[Asked], family: Callable[[Any], Scorer],
+             grid: Sequence[Any]) -> tuple[Result, Result, Any, list[Any], str]:
     """(best weight's figures on all five, leave-one-conversation-out figures, the best
-    weight, the weight each fold chose). Per fold the grid point with the best R@5 on the
-    other four conversations is scored on the fifth."""
+    weight, the weight each fold chose, R@5 at every weight). Per fold the grid point with
+    the best R@5 on the other four conversations is scored on the fifth."""
     by_weight = {w: run(items, family(w)) for w in grid}
     def mean5(rows: Sequence[tuple[Asked, tuple[float, ...]]]) -> float:
         return statistics.fmean(r[1] for _, r in rows) if rows else 0.0
-    best = max(grid, key=lambda w: (mean5(by_weight[w]), -abs(w)))
+    best = max(grid, key=lambda w: (mean5(by_weight[w]), -grid.index(w)))
     convs = sorted({a.conv.name for a in items})
     chosen = []
     held: list[tuple[Asked, tuple[float, ...]]] = []
     for name in convs:
         w = max(grid, key=lambda w: (mean5([r for r in by_weight[w] if r[0].conv.name != name]),
-                                     -abs(w)))
+                                     -grid.index(w)))
         chosen.append(w)
         held += [r for r in by_weight[w] if r[0].conv.name == name]
-    return mean_by_category(by_weight[best]), mean_by_category(held), best, chosen
+    curve = " ".join(f"{w}:{mean5(by_weight[w]):.3f}" for w in grid)
+    return mean_by_category(by_weight[best]), mean_by_category(held), best, chosen, curve
 
 
 # ------------------------------------------------------------------ candidates
@@ -503,6 +505,180 @@ def expanded_session(w: float, k: int = 10) -> Scorer:
     return f
 
 
+def offsets(conv: Conv, radius: int) -> list[dict[int, int]]:
+    """Per turn: offset (−radius … +radius, not 0) → the turn at that place in its session."""
+    out: list[dict[int, int]] = [{} for _ in conv.turns]
+    for members in conv.sessions.values():
+        for at, i in enumerate(members):
+            for off in range(-radius, radius + 1):
+                if off and 0 <= at + off < len(members):
+                    out[i][off] = members[at + off]
+    return out
+
+
+_offsets: dict[str, list[dict[int, int]]] = {}
+
+
+def context_by_offset(weights: Mapping[int, float]) -> Scorer:
+    """(d) the context column with a weight per neighbour offset (the product: 0.5 at −2 … +2)
+    — the turn after a question is its answer, so the earlier side may count more. The
+    document length stays the product's (content + ±2 context)."""
+    def f(a: Asked) -> list[float]:
+        conv = a.conv
+        if conv.name not in _offsets:
+            _offsets[conv.name] = offsets(conv, 3)
+        near = _offsets[conv.name]
+        q = a.analysed.bm25_query
+        own = set(a.analysed.own_text_only)
+        out = []
+        for i, t in enumerate(conv.turns):
+            norm = bm25.K1 * (1 - bm25.B + bm25.B * t.length / q.avg_length)
+            s = 0.0
+            for term, idf in q.idf.items():
+                fr = float(t.content.get(term, 0))
+                if term not in own:
+                    for off, j in near[i].items():
+                        w = weights.get(off, 0.0)
+                        if w:
+                            fr += w * conv.turns[j].content.get(term, 0)
+                if fr > 0:
+                    s += idf * fr * (bm25.K1 + 1) / (fr + norm)
+            if lexicon.names_speaker(a.analysed.tokens, t.speaker):
+                s *= relevance.SPEAKER_BOOST
+            out.append(s / q.ideal if q.ideal > 0 else 0.0)
+        return out
+    return f
+
+
+def sided(earlier: float, later: float, far: float = 1.0, radius: int = 2) -> Scorer:
+    """context_by_offset with `earlier` on the preceding turns, `later` on the following ones,
+    the outer ring(s) × `far`."""
+    w: dict[int, float] = {}
+    for off in range(1, radius + 1):
+        ring = far ** (off - 1)
+        w[-off], w[off] = earlier * ring, later * ring
+    return context_by_offset(w)
+
+
+# (d) hyponym expansion from WordNet (Debian's wordnet-base: /usr/share/wordnet)
+
+WORDNET = Path("/usr/share/wordnet")
+
+
+@dataclass
+class WordNet:
+    """Nouns only: lemma → synset offsets (most frequent sense first); synset → its
+    single-word lemmas and its hyponyms (incl. instances)."""
+
+    senses: dict[str, list[str]]
+    lemmas: dict[str, list[str]]
+    hyponyms: dict[str, list[str]]
+
+
+_wordnet: list[WordNet] = []
+
+
+def wordnet() -> WordNet:
+    if not _wordnet:
+        senses: dict[str, list[str]] = {}
+        for line in (WORDNET / "index.noun").read_text(encoding="latin-1").splitlines():
+            if line.startswith(" "):
+                continue
+            parts = line.split()
+            n_synsets, n_ptr = int(parts[2]), int(parts[3])
+            senses[parts[0]] = parts[4 + n_ptr + 2:4 + n_ptr + 2 + n_synsets]
+        lemmas: dict[str, list[str]] = {}
+        hyponyms: dict[str, list[str]] = {}
+        for line in (WORDNET / "data.noun").read_text(encoding="latin-1").splitlines():
+            if line.startswith(" "):
+                continue
+            parts = line.split(" | ")[0].split()
+            off, n_words = parts[0], int(parts[3], 16)
+            words = parts[4:4 + 2 * n_words:2]
+            lemmas[off] = [w.lower() for w in words if "_" not in w and "-" not in w]
+            at = 4 + 2 * n_words
+            n_ptr = int(parts[at])
+            hyp = []
+            for k in range(n_ptr):
+                sym, target, pos = parts[at + 1 + 4 * k:at + 4 + 4 * k]
+                if sym in ("~", "~i") and pos == "n":
+                    hyp.append(target)
+            hyponyms[off] = hyp
+        _wordnet.append(WordNet(senses, lemmas, hyponyms))
+    return _wordnet[0]
+
+
+def noun_lemma(word: str, wn: WordNet) -> str | None:
+    for cand in (word, word[:-3] + "y" if word.endswith("ies") else "",
+                 word[:-2] if word.endswith("es") else "", word[:-1] if word.endswith("s") else ""):
+        if cand and cand in wn.senses:
+            return cand
+    return None
+
+
+_hypo: dict[tuple[str, int, int], frozenset[str]] = {}
+
+
+def hyponym_terms(word: str, senses: int, depth: int) -> frozenset[str]:
+    """Index terms of the single-word hyponyms (to `depth` levels) of `word`'s first
+    `senses` noun senses."""
+    key = (word, senses, depth)
+    if key not in _hypo:
+        wn = wordnet()
+        lemma = noun_lemma(word, wn)
+        found: set[str] = set()
+        if lemma:
+            frontier = list(wn.senses[lemma][:senses])
+            for _ in range(depth):
+                nxt = []
+                for off in frontier:
+                    for h in wn.hyponyms.get(off, ()):
+                        found.update(wn.lemmas.get(h, ()))
+                        nxt.append(h)
+                frontier = nxt
+        words = sorted(w for w in found if w != word and w not in lexicon.STOPWORDS)
+        stems = {t for _, t in analysis.stems(words)} if words else set()
+        _hypo[key] = frozenset(t for t in stems if len(t) > 2 and t not in STOP_TERMS)
+    return _hypo[key]
+
+
+def hyponyms(w: float, senses: int = 1, depth: int = 3, cap: int = 400) -> Scorer:
+    """(d) x + w · BM25 of the turn for the query nouns' hyponyms (each at its own idf, a
+    query word's hyponyms counted once per turn: the best one), over the same ideal:
+    "which cities" reaches "Paris", "what sports" reaches "basketball"."""
+    def f(a: Asked) -> list[float]:
+        conv = a.conv
+        q = a.analysed.bm25_query
+        names = {w for t in conv.turns[:50] if t.speaker for w in lexicon.words(t.speaker)}
+        n = len(conv.turns)
+        norm_len = q.avg_length
+        out = list(a.x)
+        qterms = set(a.analysed.words)
+        for word in a.analysed.words.values():
+            if word in names:
+                continue
+            terms = hyponym_terms(word, senses, depth)
+            if not terms or len(terms) > cap:
+                continue
+            best: dict[int, float] = {}
+            for t in terms - qterms:
+                posting = conv.postings.get(t)
+                if not posting:
+                    continue
+                idf = bm25.idf(n, conv.df.get(t, 0))
+                for i in posting:
+                    turn = conv.turns[i]
+                    fr = turn.content.get(t, 0) + 0.5 * turn.context.get(t, 0)
+                    norm = bm25.K1 * (1 - bm25.B + bm25.B * turn.length / norm_len)
+                    v = idf * fr * (bm25.K1 + 1) / (fr + norm)
+                    if v > best.get(i, 0.0):
+                        best[i] = v
+            for i, v in best.items():
+                out[i] += w * v / (q.ideal or 1.0)
+        return out
+    return f
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -517,7 +693,8 @@ def main() -> None:
     base = mean_by_category(run(items, baseline))
     print(f"{'+ second pass (shipped)':<36} {fmt(base)}")
     grid = (0.0, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8)
-    candidates: dict[str, tuple[Callable[[float], Scorer], Sequence[float]]] = {
+    small = (0.0, 0.01, 0.02, 0.03, 0.05)
+    candidates: dict[str, tuple[Callable[[Any], Scorer], Sequence[Any]]] = {
         "a-session-mult": (session_multiplicative, (0.0, 0.1, 0.2, 0.4, 0.8, 1.5)),
         "a-session-add-top3": (lambda w: session_additive(w, 3), grid),
         "a-session-add-top1": (lambda w: session_additive(w, 1), grid),
@@ -526,14 +703,28 @@ def main() -> None:
         "c-expand-session-pmi": (lambda w: expanded(w, "session"), grid),
         "c-expand-window-pmi": (lambda w: expanded(w, "window"), grid),
         "c-expand-top-sessions": (expanded_session, grid),
+        "c-expand-session-pmi-small": (lambda w: expanded(w, "session"), small),
+        "c-expand-window-pmi-small": (lambda w: expanded(w, "window"), small),
+        "c-expand-top-sessions-small": (expanded_session, small),
+        "d-hyponyms": (hyponyms, (0.0, 0.05, 0.1, 0.2, 0.3, 0.5)),
+        "d-hyponyms-2senses": (lambda w: hyponyms(w, 2), (0.0, 0.05, 0.1, 0.2, 0.3, 0.5)),
+        "d-hyponyms-depth2": (lambda w: hyponyms(w, 1, 2), (0.0, 0.05, 0.1, 0.2, 0.3, 0.5)),
+        "d-hyponyms-nocap": (lambda w: hyponyms(w, 1, 4, 100000), (0.0, 0.05, 0.1, 0.2, 0.3)),
+        "d-context-sided": (lambda p: sided(*p), ((0.5, 0.5), (0.6, 0.4), (0.7, 0.3),
+                                                 (0.4, 0.6), (0.7, 0.5), (0.5, 0.3))),
+        "d-context-far": (lambda p: sided(*p), ((0.5, 0.5, 1.0), (0.6, 0.6, 0.5),
+                                               (0.5, 0.5, 0.5), (0.7, 0.7, 0.5))),
+        "d-context-radius3": (lambda p: sided(*p), ((0.5, 0.5, 1.0, 2), (0.5, 0.5, 0.6, 3),
+                                                   (0.5, 0.5, 0.8, 3), (0.5, 0.5, 1.0, 3))),
     }
     only = set(args.only.split(",")) if args.only else None
     for name, (family, g) in candidates.items():
         if only and name not in only:
             continue
-        fitted, held, best, chosen = held_out(items, family, g)
+        fitted, held, best, chosen, curve = held_out(items, family, g)
         print(f"{name:<36} {fmt(fitted)}  best {best}")
         print(f"{'  held out':<36} {fmt(held)}  folds {chosen}")
+        print(f"{'  R@5 by weight':<36} {curve}", flush=True)
 
 
 if __name__ == "__main__":
