@@ -753,6 +753,29 @@ def prior(w_self: float, w_asks: float, w_long: float = 0.0) -> Scorer:
     return f
 
 
+_informative: dict[str, list[float]] = {}
+
+
+def informativeness(conv: Conv, rare: int) -> list[float]:
+    """Per turn: ln(1 + its distinct non-stopword terms held by at most `rare` turns of the
+    conversation) — news brings new words, a reaction ("Wow, that's great!") common ones."""
+    key = f"{conv.name}/{rare}"
+    if key not in _informative:
+        _informative[key] = [math.log1p(sum(1 for term in t.content
+                                            if term not in STOP_TERMS
+                                            and conv.df.get(term, 0) <= rare))
+                             for t in conv.turns]
+    return _informative[key]
+
+
+def informative(w: float, rare: int = 3) -> Scorer:
+    """(d) x · exp(w · informativeness): a news prior from the store's own counts."""
+    def f(a: Asked) -> list[float]:
+        info = informativeness(a.conv, rare)
+        return [x * math.exp(w * v) if x > 0 else 0.0 for x, v in zip(a.x, info, strict=True)]
+    return f
+
+
 def pool_recall(items: Sequence[Asked], scorer: Scorer, depth: int = DEPTH) -> float:
     """First-pass recall at `depth`: what the second pass can reach."""
     hits = []
@@ -766,6 +789,7 @@ def pool_recall(items: Sequence[Asked], scorer: Scorer, depth: int = DEPTH) -> f
 # ------------------------------------------------------------------ joint fit
 
 JOINT: dict[str, tuple[float, ...]] = {
+    "info": (0.0, 0.05, 0.1, 0.15, 0.2),
     "asks": (0.0, 0.05, 0.1, 0.15, 0.2),
     "self": (0.0, 0.05, 0.1, 0.15),
     "prev": (0.0, 0.2, 0.4, 0.6),
@@ -773,11 +797,21 @@ JOINT: dict[str, tuple[float, ...]] = {
     "cov": (0.0, 0.1, 0.2, 0.3),
     "both": (0.0, 0.2, 0.4),
 }
-SHIPPED: dict[str, float] = {"asks": 0.0, "self": 0.0, **rerank.WEIGHTS}
+SHIPPED: dict[str, float] = {"info": 0.0, "asks": 0.0, "self": 0.0, **rerank.WEIGHTS}
+
+
+def priors(info: float, w_self: float, w_asks: float, rare: int = 3) -> Scorer:
+    """`informative` and `prior` together."""
+    first, second = informative(info, rare), prior(w_self, w_asks)
+
+    def f(a: Asked) -> list[float]:
+        base = second(a)
+        return [x * y / z if z > 0 else 0.0 for x, y, z in zip(base, first(a), a.x, strict=True)]
+    return f
 
 
 def joint_fit(items: Sequence[Asked]) -> None:
-    """The prior's weights and the second pass's refitted together (coordinate ascent on
+    """The priors' weights and the second pass's refitted together (coordinate ascent on
     R@5, two rounds from the shipped weights), on all five conversations and per fold; each
     configuration is run once over every question and the folds read its rows."""
     memo: dict[tuple[tuple[str, float], ...], list[tuple[Asked, tuple[float, ...]]]] = {}
@@ -788,7 +822,7 @@ def joint_fit(items: Sequence[Asked]) -> None:
         if key not in memo:
             rerank.WEIGHTS.update({k: v for k, v in cfg.items() if k in shipped})
             try:
-                memo[key] = run(items, prior(cfg["self"], cfg["asks"]))
+                memo[key] = run(items, priors(cfg["info"], cfg["self"], cfg["asks"]))
             finally:
                 rerank.WEIGHTS.update(shipped)
         return memo[key]
@@ -860,6 +894,10 @@ def main() -> None:
         "d-prior-self": (lambda v: prior(v, 0.0), (0.0, 0.05, 0.1, 0.2, 0.3, 0.5)),
         "d-prior-asks": (lambda v: prior(0.0, v), (0.0, 0.05, 0.1, 0.2, 0.3, 0.5)),
         "d-burstiness": (lambda v: general(w_burst=v), (0.0, 0.1, 0.2, 0.4, 0.8, 1.5)),
+        "d-informative-rare3": (informative, (0.0, 0.02, 0.05, 0.1, 0.2)),
+        "d-informative-rare10": (lambda w: informative(w, 10), (0.0, 0.02, 0.05, 0.1, 0.2)),
+        "d-self-informative10": (lambda p: priors(p[0], p[1], 0.0, 10), tuple(
+            (x, y) for x in (0.0, 0.03, 0.05, 0.08) for y in (0.0, 0.05, 0.1, 0.15))),
         "d-prior-long": (lambda v: prior(0.0, 0.0, v), (0.0, 0.02, 0.05, 0.1, 0.2)),
         "d-prior-self-asks": (lambda p: prior(*p), tuple(
             (x, y) for x in (0.0, 0.05, 0.1, 0.15) for y in (0.0, 0.05, 0.1, 0.15))),
