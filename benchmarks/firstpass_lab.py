@@ -432,7 +432,7 @@ def expansion_terms(a: Asked, unit: str, k: int, min_units: int = 2) -> dict[str
         {w for t in a.conv.turns if t.speaker for w in lexicon.words(t.speaker)}))}
     score: dict[str, float] = {}
     idf = a.analysed.bm25_query.idf
-    for q in qterms:
+    for q in sorted(qterms):
         uq = assoc.units.get(q)
         if not uq:
             continue
@@ -450,7 +450,7 @@ def expansion_terms(a: Asked, unit: str, k: int, min_units: int = 2) -> dict[str
             pmi = math.log(p_tq / p_t)
             if pmi > 0:
                 score[t] = score.get(t, 0.0) + wq * p_tq * pmi
-    top = dict(sorted(score.items(), key=lambda kv: -kv[1])[:k])
+    top = dict(sorted(score.items(), key=lambda kv: (-kv[1], kv[0]))[:k])
     best = max(top.values(), default=1.0)
     v = {t: s / best for t, s in top.items()}
     cache[key] = v
@@ -497,7 +497,7 @@ def expanded_session(w: float, k: int = 10) -> Scorer:
                     continue
                 weight[t] = weight.get(t, 0.0) + ss[sid] * tf / total * bm25.idf(
                     n, si.df.get(t, 0))
-        top = dict(sorted(weight.items(), key=lambda kv: -kv[1])[:k])
+        top = dict(sorted(weight.items(), key=lambda kv: (-kv[1], kv[0]))[:k])
         if not top:
             return a.x
         peak = max(top.values())
@@ -667,7 +667,7 @@ def hyponyms(w: float, senses: int = 1, depth: int = 3, cap: int = 400) -> Score
             if not terms or len(terms) > cap:
                 continue
             best: dict[int, float] = {}
-            for t in terms - qterms:
+            for t in sorted(terms - qterms):
                 posting = conv.postings.get(t)
                 if not posting:
                     continue
