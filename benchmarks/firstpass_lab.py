@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import statistics
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -58,6 +59,9 @@ class Turn:
     length: int
     asks: bool = False
     """The turn holds a question mark (a dialogue-act cue for `prior`)."""
+    proper: bool = False
+    """The turn names something: a capitalised word inside a sentence that is not a
+    speaker's name nor "I" (`proper_prior`)."""
 
 
 @dataclass
@@ -86,6 +90,14 @@ class Store:
     term_df: dict[str, int]
 
 
+INNER_CAPITAL = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z]+)")
+
+
+def names_something(text: str, speakers: set[str]) -> bool:
+    return any(m.lower() not in speakers and m not in ("I", "Im")
+               for m in INNER_CAPITAL.findall(text.strip()))
+
+
 def build(data: Path) -> Store:
     loaded = load(data)
     convs: list[Conv] = []
@@ -98,6 +110,7 @@ def build(data: Path) -> Store:
         sessions: dict[str, list[int]] = {}
         for i, t in enumerate(conv.turns):
             sessions.setdefault(conv.session_id(t), []).append(i)
+        speakers = {w for t in conv.turns for w in lexicon.words(t.speaker)}
         turns: list[Turn] = []
         for i, t in enumerate(conv.turns):
             sid = conv.session_id(t)
@@ -111,7 +124,8 @@ def build(data: Path) -> Store:
             seq += 1
             turns.append(Turn(seq, t.dia_id, sid, lexicon.speaker_of(t.content), contents[i],
                               ctx, bm25.encode(contents[i]),
-                              sum(contents[i].values()) + sum(ctx.values()), "?" in t.text))
+                              sum(contents[i].values()) + sum(ctx.values()), "?" in t.text,
+                              names_something(t.text, speakers)))
         df: Counter[str] = Counter()
         for counts in contents:
             df.update(counts.keys())
@@ -779,6 +793,17 @@ def informative(w: float, rare: int = 3) -> Scorer:
     return f
 
 
+def proper_prior(w: float, only_lists: bool) -> Scorer:
+    """(d) x · e^(w · the turn names something), for every question or only those asking
+    for several things (rerank's list questions): "which cities" → Paris, Rome."""
+    def f(a: Asked) -> list[float]:
+        if only_lists and not rerank.question(a.q.text, []).several:
+            return a.x
+        return [x * math.exp(w * t.proper) if x > 0 else 0.0
+                for x, t in zip(a.x, a.conv.turns, strict=True)]
+    return f
+
+
 def pool_recall(items: Sequence[Asked], scorer: Scorer, depth: int = DEPTH) -> float:
     """First-pass recall at `depth`: what the second pass can reach."""
     hits = []
@@ -901,6 +926,8 @@ def main() -> None:
         "d-informative-rare10": (lambda w: informative(w, 10), (0.0, 0.02, 0.05, 0.1, 0.2)),
         "d-self-informative10": (lambda p: priors(p[0], p[1], 0.0, 10), tuple(
             (x, y) for x in (0.0, 0.03, 0.05, 0.08) for y in (0.0, 0.05, 0.1, 0.15))),
+        "d-proper": (lambda w: proper_prior(w, False), (0.0, 0.05, 0.1, 0.2, 0.3, 0.5)),
+        "d-proper-lists": (lambda w: proper_prior(w, True), (0.0, 0.1, 0.2, 0.3, 0.5, 0.8)),
         "d-prior-long": (lambda v: prior(0.0, 0.0, v), (0.0, 0.02, 0.05, 0.1, 0.2)),
         "d-prior-self-asks": (lambda p: prior(*p), tuple(
             (x, y) for x in (0.0, 0.05, 0.1, 0.15) for y in (0.0, 0.05, 0.1, 0.15))),
