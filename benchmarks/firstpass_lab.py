@@ -375,31 +375,40 @@ def rrf(w: float, k: float = 60.0) -> Scorer:
     return f
 
 
+def dense_bm25(a: Asked, frequency: Callable[[int, Turn, str, bool], float]) -> list[float]:
+    """The first pass over every turn with another per-term frequency (`frequency(index, turn,
+    term, searched beyond own text)`), the saturation, speaker boost and ideal unchanged."""
+    q = a.analysed.bm25_query
+    own = set(a.analysed.own_text_only)
+    out = []
+    for i, t in enumerate(a.conv.turns):
+        norm = bm25.K1 * (1 - bm25.B + bm25.B * t.length / q.avg_length)
+        s = 0.0
+        for term, idf in q.idf.items():
+            fr = frequency(i, t, term, term not in own)
+            if fr > 0:
+                s += idf * fr * (bm25.K1 + 1) / (fr + norm)
+        if lexicon.names_speaker(a.analysed.tokens, t.speaker):
+            s *= relevance.SPEAKER_BOOST
+        out.append(s / q.ideal if q.ideal > 0 else 0.0)
+    return out
+
+
 def session_field(w: float) -> Scorer:
     """(b) a third indexed field: the turn's session text (its turns' content summed) at
     column weight w beside content 1.0 and context 0.5, BM25-saturated per term, the
     document length unchanged (the field's own length normalised by the average session)."""
     def f(a: Asked) -> list[float]:
         si = session_index(a.conv)
-        conv = a.conv
-        q = a.analysed.bm25_query
-        own = set(a.analysed.own_text_only)
-        out = []
-        for t in conv.turns:
-            sv = si.vectors[t.session]
-            slen = sum(sv.values()) / si.avg
-            norm = bm25.K1 * (1 - bm25.B + bm25.B * t.length / q.avg_length)
-            s = 0.0
-            for term, idf in q.idf.items():
-                fr = t.content.get(term, 0) * 1.0
-                if term not in own:
-                    fr += 0.5 * t.context.get(term, 0) + w * sv.get(term, 0) / slen
-                if fr > 0:
-                    s += idf * fr * (bm25.K1 + 1) / (fr + norm)
-            if lexicon.names_speaker(a.analysed.tokens, t.speaker):
-                s *= relevance.SPEAKER_BOOST
-            out.append(s / q.ideal if q.ideal > 0 else 0.0)
-        return out
+
+        def frequency(_: int, t: Turn, term: str, wide: bool) -> float:
+            fr = float(t.content.get(term, 0))
+            if wide:
+                sv = si.vectors[t.session]
+                fr += 0.5 * t.context.get(term, 0) + w * sv.get(term, 0) * si.avg / sum(
+                    sv.values())
+            return fr
+        return dense_bm25(a, frequency)
     return f
 
 
@@ -551,25 +560,14 @@ def context_by_offset(weights: Mapping[int, float]) -> Scorer:
         if conv.name not in _offsets:
             _offsets[conv.name] = offsets(conv, 3)
         near = _offsets[conv.name]
-        q = a.analysed.bm25_query
-        own = set(a.analysed.own_text_only)
-        out = []
-        for i, t in enumerate(conv.turns):
-            norm = bm25.K1 * (1 - bm25.B + bm25.B * t.length / q.avg_length)
-            s = 0.0
-            for term, idf in q.idf.items():
-                fr = float(t.content.get(term, 0))
-                if term not in own:
-                    for off, j in near[i].items():
-                        w = weights.get(off, 0.0)
-                        if w:
-                            fr += w * conv.turns[j].content.get(term, 0)
-                if fr > 0:
-                    s += idf * fr * (bm25.K1 + 1) / (fr + norm)
-            if lexicon.names_speaker(a.analysed.tokens, t.speaker):
-                s *= relevance.SPEAKER_BOOST
-            out.append(s / q.ideal if q.ideal > 0 else 0.0)
-        return out
+
+        def frequency(i: int, t: Turn, term: str, wide: bool) -> float:
+            fr = float(t.content.get(term, 0))
+            if wide:
+                fr += sum(weights.get(off, 0.0) * conv.turns[j].content.get(term, 0)
+                          for off, j in near[i].items())
+            return fr
+        return dense_bm25(a, frequency)
     return f
 
 
