@@ -802,6 +802,41 @@ def proper_prior(w: float, only_lists: bool) -> Scorer:
     return f
 
 
+_first: dict[tuple[str, bool], dict[str, list[int]]] = {}
+
+
+def first_mentions(conv: Conv, per_session: bool) -> dict[str, list[int]]:
+    """term → the turns that hold it first: in each session, or in the conversation."""
+    key = (conv.name, per_session)
+    if key not in _first:
+        seen: set[tuple[str, str]] = set()
+        out: dict[str, list[int]] = {}
+        for i, t in enumerate(conv.turns):
+            for term in t.content:
+                place = (t.session if per_session else "", term)
+                if place not in seen:
+                    seen.add(place)
+                    out.setdefault(term, []).append(i)
+        _first[key] = out
+    return _first[key]
+
+
+def first_mention(w: float, per_session: bool = True) -> Scorer:
+    """(d) news is where a word first comes up: x · e^(w · the query's non-name terms this
+    turn is the first to hold, in its session or in the whole conversation)."""
+    def f(a: Asked) -> list[float]:
+        firsts = first_mentions(a.conv, per_session)
+        names = {t for _, t in analysis.stems(sorted(
+            {w for t in a.conv.turns[:50] if t.speaker for w in lexicon.words(t.speaker)}))}
+        count = [0] * len(a.x)
+        for term in a.analysed.words:
+            if term not in names:
+                for i in firsts.get(term, ()):
+                    count[i] += 1
+        return [x * math.exp(w * c) if x > 0 else 0.0 for x, c in zip(a.x, count, strict=True)]
+    return f
+
+
 def pool_recall(items: Sequence[Asked], scorer: Scorer, depth: int = DEPTH) -> float:
     """First-pass recall at `depth`: what the second pass can reach."""
     hits = []
@@ -926,6 +961,9 @@ def main() -> None:
             (x, y) for x in (0.0, 0.03, 0.05, 0.08) for y in (0.0, 0.05, 0.1, 0.15))),
         "d-proper": (lambda w: proper_prior(w, False), (0.0, 0.05, 0.1, 0.2, 0.3, 0.5)),
         "d-proper-lists": (lambda w: proper_prior(w, True), (0.0, 0.1, 0.2, 0.3, 0.5, 0.8)),
+        "d-first-in-session": (first_mention, (0.0, 0.05, 0.1, 0.2, 0.3, 0.5)),
+        "d-first-in-conversation": (lambda w: first_mention(w, False),
+                                    (0.0, 0.05, 0.1, 0.2, 0.3, 0.5)),
         "d-prior-long": (lambda v: prior(0.0, 0.0, v), (0.0, 0.02, 0.05, 0.1, 0.2)),
         "d-prior-self-asks": (lambda p: prior(*p), tuple(
             (x, y) for x in (0.0, 0.05, 0.1, 0.15) for y in (0.0, 0.05, 0.1, 0.15))),
