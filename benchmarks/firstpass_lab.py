@@ -837,6 +837,26 @@ def first_mention(w: float, per_session: bool = True) -> Scorer:
     return f
 
 
+def session_news(w: float, top_sessions: int = 1, rare: int = 10) -> Scorer:
+    """(a)+(d) the best sessions' news: every turn of the `top_sessions` best sessions (by
+    session-level BM25) gains w · session score · its informativeness over the session's most
+    informative turn, × the pool's best x — an unmatched turn that brings new words to a
+    well-matched session enters the pool."""
+    def f(a: Asked) -> list[float]:
+        ss = session_scores(a)
+        info = informativeness(a.conv, rare)
+        best = sorted(ss, key=lambda s: -ss[s])[:top_sessions]
+        peak = max(a.x, default=0.0)
+        out = list(a.x)
+        for sid in best:
+            members = a.conv.sessions[sid]
+            most = max(info[i] for i in members) or 1.0
+            for i in members:
+                out[i] += w * ss[sid] * info[i] / most * peak
+        return out
+    return f
+
+
 def pool_recall(items: Sequence[Asked], scorer: Scorer, depth: int = DEPTH) -> float:
     """First-pass recall at `depth`: what the second pass can reach."""
     hits = []
@@ -964,6 +984,8 @@ def main() -> None:
         "d-first-in-session": (first_mention, (0.0, 0.05, 0.1, 0.2, 0.3, 0.5)),
         "d-first-in-conversation": (lambda w: first_mention(w, False),
                                     (0.0, 0.05, 0.1, 0.2, 0.3, 0.5)),
+        "a-session-news-top1": (session_news, (0.0, 0.05, 0.1, 0.2, 0.3, 0.5)),
+        "a-session-news-top3": (lambda w: session_news(w, 3), (0.0, 0.05, 0.1, 0.2, 0.3)),
         "d-prior-long": (lambda v: prior(0.0, 0.0, v), (0.0, 0.02, 0.05, 0.1, 0.2)),
         "d-prior-self-asks": (lambda p: prior(*p), tuple(
             (x, y) for x in (0.0, 0.05, 0.1, 0.15) for y in (0.0, 0.05, 0.1, 0.15))),
