@@ -71,11 +71,11 @@ async def test_the_lab_ranks_as_recall_does(tmp_path: Path) -> None:
             ours[q.text] = ([conv.turns[i].dia_id for i in order],
                             [conv.turns[i].dia_id for i in second][:10])
     async with stored(load(data), "lab-check") as service:
-        for conv in load(data):
-            for q in conv.questions:
-                found = await service.search(q.text, namespace=conv.namespace, limit=50,
+        for sample in load(data):
+            for question in sample.questions:
+                found = await service.search(question.text, namespace=sample.namespace, limit=50,
                                              include_global=False, touch=False)
                 first = [str(r.memory.metadata["dia_id"])
                          for r in sorted(found, key=first_pass_key, reverse=True)]
                 final = [str(r.memory.metadata["dia_id"]) for r in found][:10]
-                assert ours[q.text] == (first, final), q.text
+                assert ours[question.text] == (first, final), question.text
