@@ -30,6 +30,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from pma_mcp.core.namespaces import AUTO_SAVED_TAG
+from pma_mcp.core.patterns import Lazy
 from pma_mcp.core.storable import storable
 from pma_mcp.core.text import lexicon
 
@@ -601,12 +602,12 @@ def _digest(exchange: Exchange | None, payload: Mapping[str, Any],
     return build(exchange.tools, root=root or None, redact_secrets=settings.redact)
 
 
-_SIGNALS: tuple[tuple[re.Pattern[str], float], ...] = (
-    (re.compile(r"\b(?:decid|decision|agreed|going with|chose|settled on|switch(?:ed)? to)",
-                re.I), 0.15),
-    (re.compile(r"\b(?:bug|fix|error|exception|traceback|crash|fail|regression|root cause)",
-                re.I), 0.1),
-    (re.compile(r"\b(?:prefer|always|never|must|don't|do not|convention|rule)\b", re.I), 0.1),
+_SIGNALS: tuple[tuple[Lazy, float], ...] = (
+    (Lazy(r"\b(?:decid|decision|agreed|going with|chose|settled on|switch(?:ed)? to)",
+          re.I), 0.15),
+    (Lazy(r"\b(?:bug|fix|error|exception|traceback|crash|fail|regression|root cause)",
+          re.I), 0.1),
+    (Lazy(r"\b(?:prefer|always|never|must|don't|do not|convention|rule)\b", re.I), 0.1),
 )
 
 
