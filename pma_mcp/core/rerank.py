@@ -81,7 +81,7 @@ class Entry:
 
 def entry(seq: int, match: float, session: str | None, speaker: str | None,
           vector: str) -> Entry:
-    return Entry(seq, max(match, 1e-12), session, speaker, frozenset(bm25.decode(vector)))
+    return Entry(seq, max(match, 1e-12), session, speaker, bm25.terms(vector))
 
 
 @dataclass(frozen=True, slots=True)

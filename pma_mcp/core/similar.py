@@ -65,7 +65,7 @@ def content_terms(content: str) -> frozenset[str]:
 
 def vector_terms(vector: str) -> frozenset[str]:
     """The same terms, from a memory's stored content vector (bm25.encode)."""
-    return frozenset(t for t in bm25.decode(vector) if t not in lexicon.STOPWORDS)
+    return bm25.terms(vector) - lexicon.STOPWORDS
 
 
 def with_terms(memories: Sequence[Memory]) -> list[tuple[Memory, frozenset[str]]]:
