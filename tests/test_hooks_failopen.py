@@ -169,13 +169,17 @@ async def test_hook_path_imports_neither_mcp_nor_scikit_learn(
         f"status = main(['hook', {event!r}])\n"
         f"heavy = sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r})\n"
         "sys.stderr.write('\\nMODULES=' + ','.join(heavy) + '\\n')\n"
+        "loop = sorted(m for m in ('asyncio', 'aiosqlite') if m in sys.modules)\n"
+        "sys.stderr.write('LOOP=' + ','.join(loop) + '\\n')\n"
         "sys.exit(status)\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], input=json.dumps(payload).encode(),
                           capture_output=True, env=hook.env, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
-    line = proc.stderr.decode().strip().splitlines()[-1]
+    *_, line, loop = proc.stderr.decode().strip().splitlines()
     assert line == "MODULES=", line
+    if hook.settings.database_url is None:  # a SQLite store is opened blocking: no event loop
+        assert loop == "LOOP=", loop
     if event == "stop":
         assert len(hook.rows()) == 91  # the handler really ran, GC share included
 
