@@ -169,15 +169,37 @@ async def test_hook_path_imports_neither_mcp_nor_scikit_learn(
         f"status = main(['hook', {event!r}])\n"
         f"heavy = sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r})\n"
         "sys.stderr.write('\\nMODULES=' + ','.join(heavy) + '\\n')\n"
+        "loop = sorted(m for m in ('asyncio', 'aiosqlite') if m in sys.modules)\n"
+        "sys.stderr.write('LOOP=' + ','.join(loop) + '\\n')\n"
         "sys.exit(status)\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], input=json.dumps(payload).encode(),
                           capture_output=True, env=hook.env, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
-    line = proc.stderr.decode().strip().splitlines()[-1]
+    *_, line, loop = proc.stderr.decode().strip().splitlines()
     assert line == "MODULES=", line
+    if hook.settings.database_url is None:  # a SQLite store is opened blocking: no event loop
+        assert loop == "LOOP=", loop
     if event == "stop":
         assert len(hook.rows()) == 91  # the handler really ran, GC share included
+
+
+async def _probe_prompt_hook(hook: Hook, tmp_path: Path, probe: str) -> list[str]:
+    """Run the prompt hook in a process that runs `probe` (code writing to stderr) after it;
+    the hook must have answered from the store. Returns stderr's lines."""
+    await seed(hook.settings, [(f"Export job note {i}: retries capped at {i}.", {})
+                               for i in range(5)], background=False)
+    payload = {**stop_input(tmp_path / "none.jsonl"), "prompt": "why does the export job time out"}
+    code = ("import gc, sys\n"
+            "from pma_mcp.cli import main\n"
+            "status = main(['hook', 'user-prompt-submit'])\n"
+            f"{probe}\n"
+            "sys.exit(status)\n")
+    proc = subprocess.run([sys.executable, "-c", code], input=json.dumps(payload).encode(),
+                          capture_output=True, env=hook.env, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert b"retries capped" in proc.stdout  # the handler really answered from the store
+    return proc.stderr.decode().strip().splitlines()
 
 
 async def test_prompt_hook_leaves_the_collector_and_tls_unimported(
@@ -187,24 +209,11 @@ async def test_prompt_hook_leaves_the_collector_and_tls_unimported(
     on a SQLite file nothing opens a TLS connection, so `ssl` stays unloaded too (the
     PostgreSQL driver loads it for itself), and the store is opened blocking, so neither
     asyncio nor aiosqlite is loaded at all (the PostgreSQL driver needs the event loop)."""
-    await seed(hook.settings, [(f"Export job note {i}: retries capped at {i}.", {})
-                               for i in range(5)], background=False)
-    payload = {**stop_input(tmp_path / "none.jsonl"), "prompt": "why does the export job time out"}
-    code = (
-        "import sys\n"
-        "from pma_mcp.cli import main\n"
-        "status = main(['hook', 'user-prompt-submit'])\n"
+    *_, collector, tls, loop = await _probe_prompt_hook(hook, tmp_path, (
         "sys.stderr.write('\\nCOLLECTOR=' + str('pma_mcp.core.collector' in sys.modules))\n"
         "sys.stderr.write('\\nTLS=' + str('ssl' in sys.modules))\n"
         "loop = sorted(m for m in ('asyncio', 'aiosqlite') if m in sys.modules)\n"
-        "sys.stderr.write('\\nLOOP=' + ','.join(loop))\n"
-        "sys.exit(status)\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], input=json.dumps(payload).encode(),
-                          capture_output=True, env=hook.env, timeout=60, check=False)
-    assert proc.returncode == 0, proc.stderr
-    assert b"retries capped" in proc.stdout  # the handler really answered from the store
-    *_, collector, tls, loop = proc.stderr.decode().strip().splitlines()
+        "sys.stderr.write('\\nLOOP=' + ','.join(loop))"))
     assert collector == "COLLECTOR=False"
     if hook.settings.database_url is None:
         assert tls == "TLS=False"
@@ -214,20 +223,9 @@ async def test_prompt_hook_leaves_the_collector_and_tls_unimported(
 async def test_a_hook_runs_without_the_cyclic_collector(hook: Hook, tmp_path: Path) -> None:
     """A hook is a process for one event: the collector is off from the start (collections
     during its imports) and its objects are frozen before exit (the final collection)."""
-    await seed(hook.settings, [("Export job note: retries capped at 5.", {})], background=False)
-    payload = {**stop_input(tmp_path / "none.jsonl"), "prompt": "why does the export job time out"}
-    code = (
-        "import gc, sys\n"
-        "from pma_mcp.cli import main\n"
-        "status = main(['hook', 'user-prompt-submit'])\n"
-        "sys.stderr.write(f'\\nGC={gc.isenabled()} FROZEN={gc.get_freeze_count() > 0}')\n"
-        "sys.exit(status)\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], input=json.dumps(payload).encode(),
-                          capture_output=True, env=hook.env, timeout=60, check=False)
-    assert proc.returncode == 0, proc.stderr
-    assert b"retries capped" in proc.stdout
-    assert proc.stderr.decode().strip().splitlines()[-1] == "GC=False FROZEN=True"
+    lines = await _probe_prompt_hook(hook, tmp_path, (
+        "sys.stderr.write(f'\\nGC={gc.isenabled()} FROZEN={gc.get_freeze_count() > 0}')"))
+    assert lines[-1] == "GC=False FROZEN=True"
 
 
 # ----------------------------------------------------------------- namespaces

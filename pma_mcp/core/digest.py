@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pma_mcp.core import redact
+from pma_mcp.core.patterns import Lazy
 from pma_mcp.core.storable import storable
 
 __all__ = ["Command", "Digest", "ToolCall", "build"]
@@ -47,24 +48,24 @@ SHELL_TOOLS = frozenset({"Bash", "PowerShell"})
 SEARCH_TOOLS = frozenset({"Grep", "Glob"})
 AGENT_TOOLS = frozenset({"Task", "Agent"})
 
-_EXIT = re.compile(r"^\s*Exit code:?\s*(-?\d+)")
-_ERROR_LINE = re.compile(
+_EXIT = Lazy(r"^\s*Exit code:?\s*(-?\d+)")
+_ERROR_LINE = Lazy(
     r"(?i)\b(?:error|errors|failed|failure|fail|exception|traceback|assert\w*|fatal|"
     r"denied|not found|no such|cannot|can't|undefined|panic)\b")
-_TEST_RUNNER = re.compile(
+_TEST_RUNNER = Lazy(
     r"(?i)(?:^|[\s;&|(/])(?:pytest|py\.test|unittest|tox|nox|jest|vitest|mocha|rspec|"
     r"phpunit|ctest|go\s+test|cargo\s+(?:test|nextest)|(?:npm|yarn|pnpm|bun)\s+(?:run\s+)?test|"
     r"make\s+\w*test\w*|manage\.py\s+test|mix\s+test|gradle\w*\s+test|mvn\s+test)\b")
-_TEST_NAMES = re.compile(
+_TEST_NAMES = Lazy(
     r"(?:[\w.\-/]*\btests?[\w.\-/]*\.py(?:::[\w\[\]\-.]+)*"  # tests/test_x.py::test_y
     r"|[\w.\-/]+(?:[._](?:test|spec)\.[cm]?[jt]sx?|_test\.go|_spec\.rb|Test\.java)"
     r"|\btest_\w+|\bTest[A-Z]\w*)")
-_FAILED_TEST = re.compile(r"^(?:FAILED|ERROR)\s+(\S+::\S+)", re.M)
-_ENV_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_FAILED_TEST = Lazy(r"^(?:FAILED|ERROR)\s+(\S+::\S+)", re.M)
+_ENV_ASSIGNMENT = Lazy(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _RUNNERS = frozenset({"uv", "poetry", "pdm", "hatch", "pipenv", "npx", "bunx", "pnpm", "yarn",
                       "npm", "run", "exec", "python", "python3", "-m", "sudo", "time", "env"})
-_RULES = re.compile(r"[=\-]{3,}")
-_SPACES = re.compile(r"\s+")
+_RULES = Lazy(r"[=\-]{3,}")
+_SPACES = Lazy(r"\s+")
 
 
 @dataclass(frozen=True, slots=True)

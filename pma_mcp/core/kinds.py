@@ -14,12 +14,12 @@ store held before kinds existed (the migrations), tried in this order:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from pma_mcp.core.models import MemoryKind, MemoryType
 from pma_mcp.core.namespaces import AUTO_SAVED_TAG
+from pma_mcp.core.patterns import Lazy
 
 _TAG_KINDS: dict[str, MemoryKind] = {
     **{k.value: k for k in MemoryKind},
@@ -30,14 +30,14 @@ _TAG_KINDS: dict[str, MemoryKind] = {
     "conventions": MemoryKind.PREFERENCE,
 }
 
-_WORDS: tuple[tuple[MemoryKind, re.Pattern[str]], ...] = (
-    (MemoryKind.DECISION, re.compile(
+_WORDS: tuple[tuple[MemoryKind, Lazy], ...] = (
+    (MemoryKind.DECISION, Lazy(
         r"\b(decided|decides|decision|we chose|chose to|agreed to|agreed on|going with|"
         r"settled on|opted for|we will use|we'll use|switched to)\b")),
-    (MemoryKind.PREFERENCE, re.compile(
+    (MemoryKind.PREFERENCE, Lazy(
         r"\b(prefers?|preferred|preference|always|never|likes|dislikes|wants|"
         r"convention|must not|do not use|don't use)\b")),
-    (MemoryKind.EVENT, re.compile(
+    (MemoryKind.EVENT, Lazy(
         r"\b(yesterday|today|this morning|last (?:night|week|month|year)|happened|deployed|"
         r"released|shipped|failed|crashed|broke|went down|was fixed|outage|incident)\b")),
 )

@@ -23,11 +23,11 @@ from __future__ import annotations
 import functools
 import math
 import re
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pma_mcp.core.patterns import Lazy
 from pma_mcp.core.secret_rules import FAMILIES
 
 __all__ = ["Redaction", "entropy", "key_like", "redact", "sanitize_for_storage", "scrub",
@@ -43,42 +43,10 @@ class Redaction:
     kinds: tuple[str, ...]
 
 
-class _Lazy:
-    """A helper pattern compiled the first time it is used: most text a hook stores reaches
-    few of them, and compiling them all would cost every hook ~3 ms."""
-
-    __slots__ = ("_compiled", "_flags", "_source")
-
-    def __init__(self, source: str, flags: int = 0) -> None:
-        self._source = source
-        self._flags = flags
-        self._compiled: re.Pattern[str] | None = None
-
-    @property
-    def _pattern(self) -> re.Pattern[str]:
-        if self._compiled is None:
-            self._compiled = re.compile(self._source, self._flags)
-        return self._compiled
-
-    def search(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
-        return self._pattern.search(text, pos, endpos)
-
-    def match(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | None:
-        return self._pattern.match(text, pos, endpos)
-
-    def fullmatch(self, text: str, pos: int = 0,
-                  endpos: int = sys.maxsize) -> re.Match[str] | None:
-        return self._pattern.fullmatch(text, pos, endpos)
-
-    def finditer(self, text: str, pos: int = 0,
-                 endpos: int = sys.maxsize) -> Iterator[re.Match[str]]:
-        return self._pattern.finditer(text, pos, endpos)
-
-
 # --------------------------------------------------------------------------- <private> blocks
 
 # Opening and closing tags only; `<private/>` and `<privateKey>` are not tags of ours.
-_PRIVATE_TAG = _Lazy(r"<(/?)private(?:\s[^<>]{0,200})?>", re.IGNORECASE)
+_PRIVATE_TAG = Lazy(r"<(/?)private(?:\s[^<>]{0,200})?>", re.IGNORECASE)
 
 
 def strip_private(text: str) -> str:
@@ -175,10 +143,10 @@ def _when(accept: Callable[[re.Match[str], str], bool]) -> _Judge:
 
 # --------------------------------------------------------------------------- value checks
 
-_DIGIT = _Lazy(r"[0-9]")
-_ALNUM = _Lazy(r"[A-Za-z0-9]")
-_TOKEN_CHARS = _Lazy(r"[A-Za-z0-9+/=_\-.~%]+")
-_HEX = _Lazy(r"[0-9a-fA-F]+")
+_DIGIT = Lazy(r"[0-9]")
+_ALNUM = Lazy(r"[A-Za-z0-9]")
+_TOKEN_CHARS = Lazy(r"[A-Za-z0-9+/=_\-.~%]+")
+_HEX = Lazy(r"[0-9a-fA-F]+")
 
 
 def _has_digit(value: str) -> bool:
@@ -230,31 +198,31 @@ _NOT_A_VALUE_WORDS = """
 _NOT_A_VALUE = frozenset(_NOT_A_VALUE_WORDS.split())
 
 # An env lookup is `${...}`, `$(...)`, `$NAME` or `$name`; `$ecret99` in quotes is a value.
-_PLACEHOLDER = _Lazy(
+_PLACEHOLDER = Lazy(
     r"^(?:\$\{|\$\(|\$[A-Z_][A-Z0-9_]*$|\$[a-z_]+$|%\(|%[A-Za-z_]+%$|\{\{|<[^>\s]*>?$|\*+$"
     r"|[xX]{3,}$|\.{3}$|…$|\#[0-9A-Fa-f]{3,8}$|\[(?:redacted|REDACTED))"
 )
-_DOTTED_NAME = _Lazy(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")
+_DOTTED_NAME = Lazy(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$")
 # A call or a subscript: `get_token()`, `os.environ["KEY"]` (a bare value stops at the quote),
 # `tokens[0]`; not `wHe32E8LCtx(eYL5A(7Q`, which only contains a parenthesis.
-_CODE_EXPR = _Lazy(r"^[A-Za-z_][A-Za-z0-9_.]*(?:\([^)]*\)|\[[^\]]*\]|[(\[]$)")
+_CODE_EXPR = Lazy(r"^[A-Za-z_][A-Za-z0-9_.]*(?:\([^)]*\)|\[[^\]]*\]|[(\[]$)")
 # Digit-free snake_case, ALL_CAPS, CamelCase and camelCase names: variables, constants and
 # classes in code, not credentials.
-_CODE_NAME = _Lazy(
+_CODE_NAME = Lazy(
     r"^_*(?:[a-z]+(?:_[a-z]+)+|[A-Z]+(?:_[A-Z]+)*|[A-Z]?[a-z]+(?:[A-Z][a-z]+)+)_*$"
 )
 # Docstring fields describe a parameter; what follows is prose.
 _DOC_FIELDS = (":param ", ":type ", ":ivar ", ":var ", ":cvar ", "@param ", ":raises ")
-_HARMLESS_KEY = _Lazy(
+_HARMLESS_KEY = Lazy(
     r"tokens|tokeniz|^(?:max|min|num|n)_"
     r"|(?:count|type|len|length|size|limit|budget|usage|ttl|expiry|expires|expires_at|expires_in"
     r"|url|uri|endpoint|path|file|dir|name|field|header|prompt|label|hint|policy|pattern|regex"
     r"|env|var|source|provider|manager|mode|format|version|rotation|required|enabled|[_.\-]id"
     r"|ref|arn)$"
 )
-_CAMEL_ID = _Lazy(r"[a-z]Id$")
+_CAMEL_ID = Lazy(r"[a-z]Id$")
 # `<qualifier>_key` names that hold a credential (`DD_APP_KEY`, `AccountKey`, `x-api-key`).
-_SECRET_KEY_NAME = _Lazy(
+_SECRET_KEY_NAME = Lazy(
     r"(?:api|app|application|access|private|auth|signing|encryption|master|session|secret"
     r"|client|account|shared|storage|license|licence|subscription|service|admin|consumer"
     r"|webhook|deploy|integration|ingest|hmac|sas|ssh|gpg|pgp|aes|rsa|crypt|cipher|root"
@@ -367,7 +335,7 @@ def _phrase_password(rest: str) -> bool:
     return re.search(r"[A-Z]", rest) is not None and re.search(r"[^A-Za-z\s]", rest) is not None
 
 
-_BLOCK_SCALAR = _Lazy(r"[|>][-+]?[1-9]?")
+_BLOCK_SCALAR = Lazy(r"[|>][-+]?[1-9]?")
 
 
 def _block_scalar(text: str, key_start: int, value_end: int) -> _Span | None:
@@ -391,7 +359,7 @@ def _block_scalar(text: str, key_start: int, value_end: int) -> _Span | None:
     return (first, end) if first >= 0 else None
 
 
-_QUOTED = _Lazy(r""""((?:[^"\\\r\n]|\\.){6,512}+)"|'([^'\r\n]{6,512}+)'""")
+_QUOTED = Lazy(r""""((?:[^"\\\r\n]|\\.){6,512}+)"|'([^'\r\n]{6,512}+)'""")
 
 
 def _quoted_on_line(match: re.Match[str], text: str, word: str) -> list[_Span]:
@@ -595,7 +563,7 @@ def _judge_prose_password(match: re.Match[str], text: str) -> list[_Span]:
 
 
 # Lower-case words joined by hyphens, underscores or spaces: a placeholder or a phrase.
-_WORDY = _Lazy(r"[a-z]+(?:[-_\x20][a-z]+)*")
+_WORDY = Lazy(r"[a-z]+(?:[-_\x20][a-z]+)*")
 
 
 def _judge_bare_prose_password(match: re.Match[str], text: str) -> list[_Span]:
@@ -640,7 +608,7 @@ def _accept_mixed_id(match: re.Match[str], text: str) -> bool:
     return sum(c.isdigit() for c in body) >= 2 and sum(c.isalpha() for c in body) >= 2
 
 
-_IPV4 = _Lazy(r"\d{1,3}(?:\.\d{1,3}){3}")
+_IPV4 = Lazy(r"\d{1,3}(?:\.\d{1,3}){3}")
 
 
 def _judge_inline_pgpass(match: re.Match[str], text: str) -> list[_Span]:
@@ -665,8 +633,8 @@ def _judge_cloud_secret(match: re.Match[str], text: str) -> list[_Span]:
 
 
 _B64_SECRET_WORD = r"(?:password|passwd|passphrase|secret|token|credentials?|api[\x20_\-]?key)"
-_B64_WORD_BEFORE = _Lazy(_B64_SECRET_WORD + r"s?\W{0,3}(?:[\x20\t]\S{1,20}){0,3}\W{0,3}$")
-_B64_VALUE = _Lazy(r"[A-Za-z0-9+/]{12,1024}+={0,2}|[A-Za-z0-9_\-]{12,1024}+={0,2}")
+_B64_WORD_BEFORE = Lazy(_B64_SECRET_WORD + r"s?\W{0,3}(?:[\x20\t]\S{1,20}){0,3}\W{0,3}$")
+_B64_VALUE = Lazy(r"[A-Za-z0-9+/]{12,1024}+={0,2}|[A-Za-z0-9_\-]{12,1024}+={0,2}")
 
 
 def _judge_base64(match: re.Match[str], text: str) -> list[_Span]:
@@ -688,8 +656,8 @@ def _judge_base64(match: re.Match[str], text: str) -> list[_Span]:
     return []
 
 
-_CSV_SECRET_COLUMN = _Lazy(r"password|passwd|secret|token|private[\x20_]?key")
-_CSV_HEADER_FIELD = _Lazy(r"[A-Za-z][A-Za-z0-9 _./()\-]{0,40}")
+_CSV_SECRET_COLUMN = Lazy(r"password|passwd|secret|token|private[\x20_]?key")
+_CSV_HEADER_FIELD = Lazy(r"[A-Za-z][A-Za-z0-9 _./()\-]{0,40}")
 
 
 def _csv_fields(line: str) -> list[tuple[int, int]]:

@@ -9,10 +9,10 @@ A hook is a fresh process on every prompt and must never get in the user's way:
   at all: any output from a Stop hook keeps the agent going.
 - Fast. The service is opened without near-duplicate merging (scikit-learn), and neither `mcp`
   nor pydantic is imported; trivial prompts return before the database is opened. On a
-  SQLite store the context hooks (session-start, user-prompt-submit) open it blocking: their
-  statements run on the one thread, the handler's coroutine never suspends and is run to its
-  end without an event loop, so the process never imports asyncio. The cyclic garbage
-  collector stays off (`_skip_final_collection`).
+  SQLite store every hook opens it blocking: its statements run on the one thread, the
+  handler's coroutine never suspends and is run to its end without an event loop, so the
+  process never imports asyncio. The cyclic garbage collector stays off
+  (`_skip_final_collection`).
 
 Events: session-start (project context), user-prompt-submit (relevant memories), stop (save
 the last exchange), pre-compact (save every exchange not saved yet).
@@ -26,10 +26,10 @@ import re
 import sys
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from pma_mcp.core.namespaces import AUTO_SAVED_TAG
+from pma_mcp.core.patterns import Lazy
 from pma_mcp.core.storable import storable
 from pma_mcp.core.text import lexicon
 
@@ -121,9 +121,11 @@ def _run(event: str, handler: _Event) -> str | None:
         settings = _settings(payload)
         _set_level(settings)
         step = handler.run(payload, settings)
-        if handler.blocking and settings.store_file is not None:
+        if settings.store_file is not None:
             return _run_to_end(step)
-        output: str | None = _asyncio(settings).run(step)
+        import asyncio  # PostgreSQL: its driver needs the event loop
+
+        output: str | None = asyncio.run(step)
         return output
     except KeyboardInterrupt:
         return None
@@ -133,7 +135,8 @@ def _run(event: str, handler: _Event) -> str | None:
 
 
 def _run_to_end(step: Coroutine[Any, Any, str | None]) -> str | None:
-    """A handler on a blocking store, run without an event loop: nothing it awaits suspends,
+    """A handler on a SQLite store, opened blocking (`_open`), run without an event loop:
+    nothing it awaits suspends,
     so it finishes on its first step. One that suspends awaited a loop (a bug): RuntimeError,
     and the hook fails open."""
     try:
@@ -143,26 +146,6 @@ def _run_to_end(step: Coroutine[Any, Any, str | None]) -> str | None:
         return result
     step.close()
     raise RuntimeError("the hook's store call waited for an event loop")
-
-
-def _asyncio(settings: Settings) -> ModuleType:
-    """asyncio, loaded without TLS support when the store is a SQLite file.
-
-    asyncio imports `ssl` (with `_ssl` and OpenSSL, about a tenth of a prompt hook's imports)
-    only to offer TLS connections, which only a PostgreSQL store's driver may open. A
-    `sys.modules` entry of None makes that import fail, and asyncio is written to do without
-    it; the entry is removed afterwards, so a later `import ssl` loads the real module.
-    """
-    if settings.store_file is None or "asyncio" in sys.modules or "ssl" in sys.modules:
-        import asyncio
-
-        return asyncio
-    sys.modules["ssl"] = None  # type: ignore[assignment]
-    try:
-        import asyncio
-    finally:
-        del sys.modules["ssl"]
-    return asyncio
 
 
 def _emit(stream: Any, text: str) -> None:
@@ -361,13 +344,12 @@ def merge(*groups: Sequence[ScoredMemory]) -> list[ScoredMemory]:
 Handler = Callable[[dict[str, Any], "Settings"], Coroutine[Any, Any, str | None]]
 
 
-async def _open(settings: Settings, busy_timeout_ms: int | None = None, *,
-                blocking: bool = False) -> MemoryService:
-    """`blocking`: for the handlers `_run` runs without an event loop (`_Event.blocking`)."""
+async def _open(settings: Settings, busy_timeout_ms: int | None = None) -> MemoryService:
+    """The service on a blocking connection when the store is SQLite (`_run_to_end`)."""
     from pma_mcp.service import MemoryService
 
     return await MemoryService.open(settings, merge_near_duplicates=False,
-                                    busy_timeout_ms=busy_timeout_ms, blocking=blocking)
+                                    busy_timeout_ms=busy_timeout_ms, blocking=True)
 
 
 async def _best_effort(what: str, write: Coroutine[Any, Any, object]) -> bool:
@@ -410,7 +392,7 @@ async def user_prompt_submit(payload: dict[str, Any], settings: Settings) -> str
         budgets[project] += GLOBAL_BUDGET
     else:
         budgets[settings.global_namespace] = GLOBAL_BUDGET
-    async with await _open(settings, CONTEXT_BUSY_MS, blocking=True) as service:
+    async with await _open(settings, CONTEXT_BUSY_MS) as service:
         seen = await service.injected_ids(session) if session else set()
         packs = await service.get_contexts(
             query, budgets, min_similarity=settings.hook_min_similarity, exclude_ids=seen,
@@ -432,7 +414,7 @@ async def session_start(payload: dict[str, Any], settings: Settings) -> str | No
         return None
     session = _session_id(payload)
     source = _text(payload.get("source")).strip().lower()
-    async with await _open(settings, CONTEXT_BUSY_MS, blocking=True) as service:
+    async with await _open(settings, CONTEXT_BUSY_MS) as service:
         writable = True  # after one write timed out on a held lock, the next one is skipped
         if session and source in ("compact", "clear"):
             writable = await _best_effort("injection reset", service.reset_injections(session))
@@ -601,12 +583,12 @@ def _digest(exchange: Exchange | None, payload: Mapping[str, Any],
     return build(exchange.tools, root=root or None, redact_secrets=settings.redact)
 
 
-_SIGNALS: tuple[tuple[re.Pattern[str], float], ...] = (
-    (re.compile(r"\b(?:decid|decision|agreed|going with|chose|settled on|switch(?:ed)? to)",
-                re.I), 0.15),
-    (re.compile(r"\b(?:bug|fix|error|exception|traceback|crash|fail|regression|root cause)",
-                re.I), 0.1),
-    (re.compile(r"\b(?:prefer|always|never|must|don't|do not|convention|rule)\b", re.I), 0.1),
+_SIGNALS: tuple[tuple[Lazy, float], ...] = (
+    (Lazy(r"\b(?:decid|decision|agreed|going with|chose|settled on|switch(?:ed)? to)",
+          re.I), 0.15),
+    (Lazy(r"\b(?:bug|fix|error|exception|traceback|crash|fail|regression|root cause)",
+          re.I), 0.1),
+    (Lazy(r"\b(?:prefer|always|never|must|don't|do not|convention|rule)\b", re.I), 0.1),
 )
 
 
@@ -683,16 +665,13 @@ class _Event:
     claude_event: str = ""
     """Claude Code's name for the event (`--help`, hooks.json)."""
     summary: str = ""
-    blocking: bool = False
-    """It opens a SQLite store blocking and runs without an event loop (see `_run`); the
-    saving hooks keep the loop, since their GC share pauses between batches on it."""
 
 
 HANDLERS: dict[str, _Event] = {
     "session-start": _Event(session_start, True, "SessionStart",
-                            "this project's most useful memories as context", blocking=True),
+                            "this project's most useful memories as context"),
     "user-prompt-submit": _Event(user_prompt_submit, True, "UserPromptSubmit",
-                                 "memories relevant to the prompt, as context", blocking=True),
+                                 "memories relevant to the prompt, as context"),
     "stop": _Event(stop, False, "Stop", "save the exchange that just ended (prints nothing)"),
     "pre-compact": _Event(pre_compact, False, "PreCompact",
                           "save every exchange not saved yet (prints nothing)"),

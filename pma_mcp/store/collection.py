@@ -93,9 +93,7 @@ class Collection:
             transactions += 1
             if done >= len(pending):
                 return transactions
-            import asyncio  # here: a hook that never collects runs without asyncio
-
-            await asyncio.sleep(limits.pause)
+            await self._backend.pause(limits.pause)
 
     async def tier_facts_by_score(
         self,

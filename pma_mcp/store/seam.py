@@ -121,6 +121,11 @@ class Backend(Protocol):
     async def integrity_check(self) -> str: ...
     async def refresh_statistics(self) -> None: ...
 
+    async def pause(self, seconds: float) -> None:
+        """Wait between two transactions of one long job, so other writers get in: on the
+        event loop, or blocking where the store's statements do (a hook, store/sqlite/db.py)."""
+        ...
+
     async def identity(self) -> tuple[object, ...]:
         """What makes this store this store, whatever spelling reached it: equal for two
         handles on the same data (a hard link, another host name for the same server)."""

@@ -306,6 +306,9 @@ class PgBackend:
             return f"schema version {version}, expected {schema.SCHEMA_VERSION}"
         return "ok"
 
+    async def pause(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
     async def refresh_statistics(self) -> None:
         """VACUUM ANALYZE this store's tables: a bulk-loaded store otherwise answers with
         guessed plans until autovacuum gets to it."""

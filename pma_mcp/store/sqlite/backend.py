@@ -357,6 +357,9 @@ class SqliteBackend:
     async def integrity_check(self) -> str:
         return "\n".join(str(r[0]) for r in await self._reads.fetch("PRAGMA integrity_check"))
 
+    async def pause(self, seconds: float) -> None:
+        await self._conn.sleep(seconds)
+
     async def refresh_statistics(self) -> None:
         """Nothing: the SQLite store keeps no planner statistics (its queries and indexes are
         chosen for SQLite's defaults; ANALYZE would change plans measured without it)."""
