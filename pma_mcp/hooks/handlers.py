@@ -136,9 +136,8 @@ def _run(event: str, handler: _Event) -> str | None:
 
 def _run_to_end(step: Coroutine[Any, Any, str | None]) -> str | None:
     """A handler on a SQLite store, opened blocking (`_open`), run without an event loop:
-    nothing it awaits suspends,
-    so it finishes on its first step. One that suspends awaited a loop (a bug): RuntimeError,
-    and the hook fails open."""
+    nothing it awaits suspends, so it finishes on its first step. One that suspends awaited
+    a loop (a bug): RuntimeError, and the hook fails open."""
     try:
         step.send(None)
     except StopIteration as done:

@@ -104,9 +104,10 @@ class SqliteReads:
 class SqliteTx(SqliteReads):
     """Inside `BEGIN IMMEDIATE`; the FTS5 row of a memory follows its texts.
 
-    Statements that return nothing are queued and go to aiosqlite's thread together with the
-    next statement that returns rows, or with COMMIT: one trip instead of one per
-    statement (a `remember` is a dozen statements, and a trip costs more than most of them).
+    Statements that return nothing are queued and go to the connection (`db.Conn.call`)
+    together with the next statement that returns rows, or with COMMIT: one trip to
+    aiosqlite's thread instead of one per statement (a `remember` is a dozen statements, and a
+    trip costs more than most of them).
     A queued statement's error surfaces at that next trip, still inside the transaction, so
     the transaction rolls back as it would have.
     """
@@ -125,7 +126,7 @@ class SqliteTx(SqliteReads):
             return last(raw)
 
         try:
-            return await db.in_thread(self._conn, run)
+            return await self._conn.call(run)
         except sqlite3.Error as exc:
             raise db.driver_error(exc, self._location) from exc
 

@@ -157,7 +157,8 @@ class Conn(Protocol):
     async def close(self) -> None: ...
 
     async def call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """`fn` on the sqlite3 connection itself, where statements run (`in_thread`)."""
+        """`fn` on the sqlite3 connection itself, where its statements run (several in one
+        trip; faults mapped as every statement's are)."""
         ...
 
     async def sleep(self, seconds: float) -> None:
@@ -178,12 +179,6 @@ def map_fault(exc: sqlite3.Error, database: str) -> BaseException:
     if isinstance(fault, DatabaseDamagedError) and _is_corrupt(exc):
         record_damage(database, fault.detail)
     return fault
-
-
-async def in_thread(conn: Conn, fn: Callable[[sqlite3.Connection], T]) -> T:
-    """`fn` on the connection's own sqlite3 connection, in its thread (several statements in
-    one trip; faults are mapped as every statement's are)."""
-    return await conn.call(fn)
 
 
 def _is_corrupt(exc: sqlite3.Error) -> bool:
