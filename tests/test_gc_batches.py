@@ -95,7 +95,9 @@ async def test_a_concurrent_writer_commits_between_gc_batches(
 
 def test_a_gc_killed_between_batches_leaves_a_valid_store(tmp_path: Path) -> None:
     db = tmp_path / "store.db"
-    pairs = 400
+    # More merges than one transaction may hold (GCBatching.changes), so the plan takes at
+    # least three transactions however fast the machine is.
+    pairs = 1_200
 
     async def build() -> None:
         repo = await SQLiteStore.open(str(db))
@@ -119,8 +121,11 @@ def test_a_gc_killed_between_batches_leaves_a_valid_store(tmp_path: Path) -> Non
             merged = reader.execute(
                 "SELECT count(*) FROM lineage WHERE event = 'merge' AND reason LIKE 'merged%'"
             ).fetchone()[0]
+        # Hold the write lock before the kill: the GC cannot commit another batch in between.
+        reader.execute("BEGIN IMMEDIATE")
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
+        reader.rollback()
         reader.close()
     finally:
         if proc.poll() is None:
