@@ -205,16 +205,19 @@ async def _probe_prompt_hook(hook: Hook, tmp_path: Path, probe: str) -> list[str
 async def test_prompt_hook_leaves_the_collector_and_tls_unimported(
     hook: Hook, tmp_path: Path
 ) -> None:
-    """The prompt hook runs on every prompt and never collects: the GC rules stay unloaded;
-    on a SQLite file nothing opens a TLS connection, so `ssl` stays unloaded too (the
+    """The prompt hook runs on every prompt and never collects: the GC rules stay unloaded,
+    and so do the records only writes, GC and the tools build (core/records.py); on a SQLite
+    file nothing opens a TLS connection, so `ssl` stays unloaded too (the
     PostgreSQL driver loads it for itself), and the store is opened blocking, so neither
     asyncio nor aiosqlite is loaded at all (the PostgreSQL driver needs the event loop)."""
-    *_, collector, tls, loop = await _probe_prompt_hook(hook, tmp_path, (
+    *_, collector, records, tls, loop = await _probe_prompt_hook(hook, tmp_path, (
         "sys.stderr.write('\\nCOLLECTOR=' + str('pma_mcp.core.collector' in sys.modules))\n"
+        "sys.stderr.write('\\nRECORDS=' + str('pma_mcp.core.records' in sys.modules))\n"
         "sys.stderr.write('\\nTLS=' + str('ssl' in sys.modules))\n"
         "loop = sorted(m for m in ('asyncio', 'aiosqlite') if m in sys.modules)\n"
         "sys.stderr.write('\\nLOOP=' + ','.join(loop))"))
     assert collector == "COLLECTOR=False"
+    assert records == "RECORDS=False"
     if hook.settings.database_url is None:
         assert tls == "TLS=False"
         assert loop == "LOOP="

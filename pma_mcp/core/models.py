@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 
 if TYPE_CHECKING:
     from pma_mcp.core.records import (
+        AddResult,
         Browse,
+        DeleteResult,
         Finding,
         GCDecision,
         GCPreview,
@@ -34,11 +36,14 @@ if TYPE_CHECKING:
         NewMemory,
         Overview,
         Page,
+        Related,
         SeedResult,
+        Similar,
         Stats,
         TierFacts,
         TierStats,
         TierUse,
+        UpdateResult,
     )
 
 __all__ = [  # with the records of core/records.py
@@ -266,26 +271,6 @@ class ScoredMemory:
     breakdown: ScoreBreakdown
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Similar:
-    """A stored memory a new one likely repeats or contradicts (same kind, shared entities
-    or most of its terms), so the caller can supersede or update it without knowing its id."""
-
-    id: str
-    preview: str
-    shared: list[str]
-    """The linked entities both carry (may be empty when the terms alone overlap)."""
-    overlap: float
-    """The share of the smaller memory's content terms the other one also has (0-1)."""
-
-
-@dataclass(slots=True, kw_only=True)
-class AddResult:
-    memory: Memory
-    deduplicated: bool = False
-    similar: list[Similar] = field(default_factory=list)
-
-
 @dataclass(slots=True, kw_only=True)
 class ContextPack:
     """Memories packed greedily by score into a token budget.
@@ -308,19 +293,6 @@ LineageEventKind = Literal[
 GCAction = Literal["promote", "demote", "archive", "delete", "merge", "keep"]
 
 
-@dataclass(slots=True, kw_only=True)
-class Related:
-    entity: str
-    memories: list[Memory]
-    related_nodes: list[str]
-
-
-@dataclass(slots=True, kw_only=True)
-class DeleteResult:
-    deleted_id: str
-    content_preview: str
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Scope:
     """Which memories a query may see: the SQL filter applied before any ranking."""
@@ -329,14 +301,6 @@ class Scope:
     memory_type: MemoryType | None = None
     tags: tuple[str, ...] = ()
     kind: MemoryKind | None = None
-
-
-@dataclass(slots=True, kw_only=True)
-class UpdateResult:
-    """The memory after an edit, and the names of the fields that changed (none: a no-op)."""
-
-    memory: Memory
-    changed: list[str]
 
 
 FindingStatus = Literal["ok", "info", "warn", "fail"]

@@ -14,7 +14,6 @@ from datetime import datetime
 from typing import Any
 
 from pma_mcp.core.models import (
-    AddResult,
     FindingStatus,
     GCAction,
     LineageEventKind,
@@ -24,6 +23,47 @@ from pma_mcp.core.models import (
     Planned,
     ScoreBreakdown,
 )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Similar:
+    """A stored memory a new one likely repeats or contradicts (same kind, shared entities
+    or most of its terms), so the caller can supersede or update it without knowing its id."""
+
+    id: str
+    preview: str
+    shared: list[str]
+    """The linked entities both carry (may be empty when the terms alone overlap)."""
+    overlap: float
+    """The share of the smaller memory's content terms the other one also has (0-1)."""
+
+
+@dataclass(slots=True, kw_only=True)
+class AddResult:
+    memory: Memory
+    deduplicated: bool = False
+    similar: list[Similar] = field(default_factory=list)
+
+
+@dataclass(slots=True, kw_only=True)
+class UpdateResult:
+    """The memory after an edit, and the names of the fields that changed (none: a no-op)."""
+
+    memory: Memory
+    changed: list[str]
+
+
+@dataclass(slots=True, kw_only=True)
+class DeleteResult:
+    deleted_id: str
+    content_preview: str
+
+
+@dataclass(slots=True, kw_only=True)
+class Related:
+    entity: str
+    memories: list[Memory]
+    related_nodes: list[str]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

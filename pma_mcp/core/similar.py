@@ -19,9 +19,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from pma_mcp.core.models import Memory, Similar
+from pma_mcp.core.models import Memory
 from pma_mcp.core.text import analysis, bm25, lexicon
+
+if TYPE_CHECKING:
+    from pma_mcp.core.records import Similar
 
 MAX_SIMILAR = 3
 SHARED_OVERLAP = 0.25
@@ -102,6 +106,8 @@ def similar(
 ) -> list[Similar]:
     """The candidates (each with its terms) `new` (with terms `own`) likely repeats or
     contradicts (the module's rule), best first."""
+    from pma_mcp.core.records import Similar  # not built on a hook's path
+
     left_out = {new.id, *skip}
     pool = {m.id: (m, terms) for m, terms in candidates
             if m.id not in left_out and m.kind is new.kind and m.superseded_by is None}

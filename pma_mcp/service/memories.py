@@ -12,23 +12,16 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pma_mcp.core import editing, kinds, similar, validation
 from pma_mcp.core.errors import NotFoundError
-from pma_mcp.core.models import (
-    AddResult,
-    DeleteResult,
-    Memory,
-    MemoryType,
-    Related,
-    Scope,
-    Similar,
-    UpdateResult,
-    content_hash,
-)
+from pma_mcp.core.models import Memory, MemoryType, Scope, content_hash
 from pma_mcp.core.text import lexicon
 from pma_mcp.service.context import Context
+
+if TYPE_CHECKING:
+    from pma_mcp.core.records import AddResult, DeleteResult, Related, Similar, UpdateResult
 
 PREVIEW_CHARS = 120
 MAX_NEIGHBOURS = 50
@@ -93,6 +86,8 @@ class Memories:
         memory = ctx.memory(new, _new_id(), ctx.clock())
         reason = f"supersedes {old.id}" if old is not None else "stored"
         stored, dedup = await ctx.store.insert(memory, supersedes=old, reason=reason)
+        from pma_mcp.core.records import AddResult  # not built on a hook's path
+
         found: list[Similar] = []
         if not dedup and not kinds.hook_saved(stored.tags, stored.metadata):
             found = await self._similar(stored, () if old is None else (old.id,))
@@ -135,6 +130,8 @@ class Memories:
         Content, tags and entities are replaced whole. An edit that changes nothing writes
         nothing (so repeating one is harmless); otherwise lineage gets an `edited` event.
         """
+        from pma_mcp.core.records import UpdateResult  # not built on a hook's path
+
         ctx = self._ctx
         edit = ctx.intake.write(validation.memory_edit(
             content=content, importance_=importance, memory_type_=memory_type, tags=tags,
@@ -151,6 +148,8 @@ class Memories:
         return UpdateResult(memory=stored, changed=changed)
 
     async def delete(self, memory_id: object, *, namespace: str | None = None) -> DeleteResult:
+        from pma_mcp.core.records import DeleteResult  # not built on a hook's path
+
         ctx = self._ctx
         memory = await ctx.resolve(memory_id, ctx.visible(namespace))
         await ctx.store.delete(memory, ctx.clock(), reason="forgotten on request")
@@ -179,6 +178,8 @@ class Memories:
 
     async def related(self, entity: object, *, namespace: str | None = None) -> Related:
         """Memories carrying the tag or entity `entity`, and the labels next to it."""
+        from pma_mcp.core.records import Related  # not built on a hook's path
+
         label = validation.text_field(
             "entity", entity, max_chars=validation.MAX_LABEL_CHARS).strip()
         memories = await self._ctx.store.labelled(

@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 from pma_mcp.core import export_format, validation
 from pma_mcp.core.errors import InvalidInputError
-from pma_mcp.core.models import AddResult, Memory, MemoryType, content_hash
+from pma_mcp.core.models import Memory, MemoryType, content_hash
 from pma_mcp.core.namespaces import GLOBAL_NAMESPACE
 from pma_mcp.service.context import Context
 from pma_mcp.service.intake import Source
 from pma_mcp.service.memories import Memories
 
 if TYPE_CHECKING:
-    from pma_mcp.core.records import ImportItem, ImportReport, SeedResult
+    from pma_mcp.core.records import AddResult, ImportItem, ImportReport, SeedResult
 
 Progress = Callable[[int, int], None]
 
