@@ -20,8 +20,8 @@ alike; the ratio of p50s is the figure that counts on a shared machine.
 `--base CHECKOUT` measures another checkout (its own `.venv`, e.g. a worktree at main) in the
 same run against the same stores and floors: each figure then has a "base" row beside "ours",
 the before/after of a change on a noisy machine. Each code runs on its own copy of the
-store; when the base's schema is older, give `--db-dir` stores the base built (ours upgrades
-its copy when it opens it).
+store. A SQLite store is then built by the base's own code (its schema may be older; ours
+upgrades its copy when it opens it), and kept in `--db-dir` under the base's commit.
 """
 
 from __future__ import annotations
@@ -88,10 +88,11 @@ TARGETS: dict[str, str | dict[int, str]] = {
 
 @dataclass(frozen=True)
 class Code:
-    """Which checkout's pma-mcp runs: `python` from its venv."""
+    """Which checkout's pma-mcp runs: `python` from its venv; `checkout` for another one."""
 
     label: str
     python: str
+    checkout: Path | None = None
 
     @property
     def hook(self) -> list[str]:
@@ -254,6 +255,20 @@ def _hook(codes: list[Code], envs: list[dict[str, str]], questions: list[str], w
             for c, t in zip(codes, hooks, strict=True)]
 
 
+BUILD = ("import asyncio, sys\nfrom pathlib import Path\nfrom benchmarks.bench_hooks import build\n"
+         "asyncio.run(build(Path(sys.argv[1]), int(sys.argv[2])))")
+"""A store built by another checkout's own code (its benchmarks/bench_hooks.py)."""
+
+
+def _built_by(code: Code) -> str:
+    """'' for ours, else '-<commit>' of the checkout that builds the store."""
+    if code.checkout is None:
+        return ""
+    head = subprocess.run(["git", "-C", str(code.checkout), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True, check=False).stdout.strip()
+    return f"-{head or code.label}"
+
+
 def _copy_for(db: Path, code: Code) -> Path:
     copy = db.with_name(f"{db.stem}-{code.label}{db.suffix}")
     shutil.copy(db, copy)
@@ -297,7 +312,7 @@ async def main() -> None:
         python = args.base.resolve() / ".venv" / "bin" / "python"
         if not python.exists():
             parser.error(f"--base {args.base}: no {python}; run `uv sync` there first")
-        codes.append(Code("base", str(python)))
+        codes.append(Code("base", str(python), args.base.resolve()))
     print(machine())
     with tempfile.TemporaryDirectory(prefix="pma-latency-") as tmp:
         work = Path(tmp)
@@ -305,7 +320,7 @@ async def main() -> None:
         floor = _params([str(work / "floor.py")], dict(os.environ), work)
         try:
             for place in places.places(args):
-                stores = [(size, *await _store(place, work, args.db_dir, size))
+                stores = [(size, *await _store(place, work, args.db_dir, size, codes[-1]))
                           for size in args.sizes]
                 url = stores[0][2] if stores else None  # PostgreSQL: start against the server
                 rows = [await bench_start(code, work, floor, args.start_runs, url)
@@ -322,17 +337,23 @@ async def main() -> None:
 
 
 async def _store(place: places.Place, work: Path, keep: Path | None,
-                 size: int) -> tuple[Path, str | None]:
-    """A store of `size` memories at `place`: (SQLite path, PostgreSQL URL or None)."""
+                 size: int, builder: Code) -> tuple[Path, str | None]:
+    """A store of `size` memories at `place`: (SQLite path, PostgreSQL URL or None). A SQLite
+    store is built by `builder`, the oldest code measured, so that every code can open it."""
     if place.backend == "sqlite":
-        kept = (keep / f"latency-{size}.db") if keep else None
+        name = f"latency-{size}{_built_by(builder)}.db"
+        kept = (keep / name) if keep else None
         if kept is not None and kept.exists():
             db = work / kept.name
             shutil.copy(kept, db)
             return db, None
-        db = work / f"latency-{size}.db"
+        db = work / name
         started = time.perf_counter()
-        await build(db, size)
+        if builder.checkout is None:
+            await build(db, size)
+        else:
+            subprocess.run([builder.python, "-c", BUILD, str(db), str(size)],
+                           cwd=builder.checkout, check=True)
         print(f"[{place.label}] built {size:,} memories in {time.perf_counter() - started:.0f} s",
               flush=True)
         if kept is not None:
