@@ -319,8 +319,9 @@ async def main() -> None:
         (work / "floor.py").write_text(FLOOR_SERVER)
         floor = _params([str(work / "floor.py")], dict(os.environ), work)
         try:
+            oldest = codes[-1]  # the base when given: it builds the stores every code opens
             for place in places.places(args):
-                stores = [(size, *await _store(place, work, args.db_dir, size, codes[-1]))
+                stores = [(size, *await _store(place, work, args.db_dir, size, oldest))
                           for size in args.sizes]
                 url = stores[0][2] if stores else None  # PostgreSQL: start against the server
                 rows = [await bench_start(code, work, floor, args.start_runs, url)

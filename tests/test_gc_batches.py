@@ -96,7 +96,7 @@ async def test_a_concurrent_writer_commits_between_gc_batches(
 def test_a_gc_killed_between_batches_leaves_a_valid_store(tmp_path: Path) -> None:
     db = tmp_path / "store.db"
     # More merges than one transaction may hold (GCBatching.changes), so the plan takes at
-    # least three transactions however fast the machine is.
+    # least two transactions however fast the machine is.
     pairs = 1_200
 
     async def build() -> None:

@@ -57,6 +57,8 @@ class Memories:
         memory starts: the collector moves it. The answer lists the memories this one most
         likely repeats or contradicts (core/similar.py), except for an exchange a hook saved.
         """
+        from pma_mcp.core.records import AddResult  # not built on a hook's path
+
         ctx = self._ctx
         given = ctx.intake.write(validation.new_memory(
             content=content,
@@ -86,8 +88,6 @@ class Memories:
         memory = ctx.memory(new, _new_id(), ctx.clock())
         reason = f"supersedes {old.id}" if old is not None else "stored"
         stored, dedup = await ctx.store.insert(memory, supersedes=old, reason=reason)
-        from pma_mcp.core.records import AddResult  # not built on a hook's path
-
         found: list[Similar] = []
         if not dedup and not kinds.hook_saved(stored.tags, stored.metadata):
             found = await self._similar(stored, () if old is None else (old.id,))
