@@ -74,6 +74,9 @@ class Settings:
     autosave_gc_threshold: int = 80
     hook_min_similarity: float = 0.55
     """The prompt hook's relevance floor on semantic_similarity (see hooks.py)."""
+    hook_handoff: bool = True
+    """PMA_HOOK_HANDOFF: a running MCP server answers the context hooks for their processes
+    (hooks/handoff.py); off, the server opens no socket and every hook runs itself."""
     read_namespaces: tuple[str, ...] = ()
     """PMA_READ_NAMESPACES: other namespaces a tool call may name (`prefix/*` for a family)."""
     author: str | None = None
@@ -146,6 +149,7 @@ class Settings:
             redact=_flag(env, "PMA_REDACT", default=True),
             autosave_gc_threshold=_int(env, "PMA_GC_THRESHOLD", default=80),
             hook_min_similarity=_unit(env, "PMA_HOOK_MIN_SIMILARITY", default=0.55),
+            hook_handoff=_flag(env, "PMA_HOOK_HANDOFF", default=True),
             read_namespaces=_namespace_list(env, "PMA_READ_NAMESPACES"),
         ).for_person()
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +32,17 @@ class FakeClock:
 
     def advance(self, hours: float) -> None:
         self.now += hours * 3600.0
+
+
+@pytest.fixture(autouse=True)
+def hook_sockets(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The folder where this test's servers and hooks meet (hooks/handoff.py), its own: a
+    hook of one test is never answered by another test's server. Short, as a socket's path
+    must fit in 108 bytes."""
+    folder = Path(tempfile.mkdtemp(prefix="pma-run-", dir="/tmp"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(folder))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture

@@ -1,6 +1,5 @@
-"""The Claude Code hooks face: `main(["<event>"])` reads the hook's JSON on stdin
-(handlers.py); transcript.py reads Claude Code's session files."""
+"""The Claude Code hooks face: `handlers.main(["<event>"])` reads the hook's JSON on stdin;
+transcript.py reads Claude Code's session files; handoff.py (the hook's side) and
+listener.py (the server's) let a running MCP server answer a context hook.
 
-from pma_mcp.hooks.handlers import main
-
-__all__ = ["main"]
+Nothing is imported here: a handed-off hook loads handoff.py alone."""

@@ -32,18 +32,19 @@ from pma_mcp.core.namespaces import AUTO_SAVED_TAG
 from pma_mcp.core.patterns import Lazy
 from pma_mcp.core.storable import storable
 from pma_mcp.core.text import lexicon
+from pma_mcp.hooks import handoff
+from pma_mcp.hooks.handoff import MAX_INPUT_BYTES
 
 if TYPE_CHECKING:
     from pma_mcp.config import Settings
     from pma_mcp.core.digest import Digest
     from pma_mcp.core.models import Memory, ScoredMemory
+    from pma_mcp.hooks.listener import Reply, Request
     from pma_mcp.hooks.transcript import Exchange
     from pma_mcp.service import MemoryService
 
 log = logging.getLogger("pma_mcp.hooks")
 
-MAX_INPUT_BYTES = 32 * 1024 * 1024
-"""Hook input beyond this is not read at all (real prompts are far smaller)."""
 MAX_QUERY_CHARS = 2_000
 """A huge prompt is cut to its head and tail before it becomes a query."""
 PROJECT_BUDGET = 1_400
@@ -76,8 +77,9 @@ _SPACES = re.compile(r"\s+")
 # ------------------------------------------------------------------ entry point
 
 
-def main(argv: Sequence[str]) -> int:
-    """Run one hook event; always returns 0 (see the module docstring)."""
+def main(argv: Sequence[str], stdin: bytes | None = None) -> int:
+    """Run one hook event on `stdin` (default: read it); always returns 0 (see the module
+    docstring)."""
     if argv and argv[0] in ("-h", "--help", "help"):
         sys.stdout.write(usage())
         return 0
@@ -91,11 +93,11 @@ def main(argv: Sequence[str]) -> int:
     real_stdout = sys.stdout
     sys.stdout = sys.stderr
     try:
-        output = _run(event, handler)
+        output = _run(event, handler, stdin)
     finally:
         sys.stdout = real_stdout
     if output and handler.prints:
-        _emit(real_stdout, output)
+        handoff.emit(real_stdout, output)
     _skip_final_collection()
     return 0
 
@@ -113,12 +115,12 @@ def _skip_final_collection() -> None:
     gc.freeze()
 
 
-def _run(event: str, handler: _Event) -> str | None:
+def _run(event: str, handler: _Event, stdin: bytes | None) -> str | None:
     try:
-        payload = _read_input()
+        payload = _read_input(stdin)
         if payload is None:
             return None
-        settings = _settings(payload)
+        settings = _settings(payload, None, None)
         _set_level(settings)
         step = handler.run(payload, settings)
         if settings.store_file is not None:
@@ -134,6 +136,85 @@ def _run(event: str, handler: _Event) -> str | None:
         return None
 
 
+SAME_PROCESS_ENV = ("HOME", "LOGNAME", "USER", "LNAME", "USERNAME")
+"""What settings read from the process rather than from the environment they are given (the
+home folder of `~`, the login name): a hook whose values differ is not served."""
+
+
+def serve(request: Request) -> Reply | None:
+    """A context hook run for a hook process by the MCP server (hooks/handoff.py), or None
+    where the answer could differ from the hook's own (it then runs in its process).
+
+    The settings come from the hook's environment and working directory, the store is opened
+    blocking as in a hook, and the records the hook would log are its reply's stderr, so
+    the hook prints what it would have printed itself. Served: the events that print, whose
+    time the user waits for, on a SQLite store (PostgreSQL's driver reads its own variables
+    from the process), with PMA_HOOK_HANDOFF on and a log level the server also logs at.
+    """
+    from pma_mcp.hooks.listener import Reply
+
+    event = _event_name(request.event)
+    handler = HANDLERS.get(event)
+    if handler is None or not handler.served or not request.cwd:
+        return None
+    import os
+
+    if any(request.env.get(k) != os.environ.get(k) for k in SAME_PROCESS_ENV):
+        return None
+    with _Captured() as said:
+        try:
+            payload = _read_input(request.stdin)
+            if payload is None:
+                return Reply(None, said.text())
+            settings = _settings(payload, request.env, request.cwd)
+            if not _servable(settings):
+                return None
+            said.setLevel(settings.log_level)
+            if settings.unknown_log_level is not None:
+                _warn_unknown_level(settings)
+            output = _run_to_end(handler.run(payload, settings))
+        except Exception as exc:
+            _log_failure(event, exc)
+            output = None
+    return Reply(output, said.text())
+
+
+def _servable(settings: Settings) -> bool:
+    """Served as the hook would run: a SQLite store, hand-off on, and the hook's log level
+    no more verbose than the server's (records below that are never made here)."""
+    server_level = logging.getLogger("pma_mcp").getEffectiveLevel()
+    return (settings.store_file is not None and settings.hook_handoff
+            and logging.getLevelName(settings.log_level) >= server_level)
+
+
+class _Captured(logging.Handler):
+    """The hook records of one served request (this thread's), formatted as a hook's stderr."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.setFormatter(logging.Formatter(HOOK_LOG_FORMAT))
+        import threading
+
+        self._thread = threading.get_ident()
+        self._lines: list[str] = []
+
+    def __enter__(self) -> _Captured:
+        logging.getLogger("pma_mcp").addHandler(self)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        logging.getLogger("pma_mcp").removeHandler(self)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.thread == self._thread
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._lines.append(self.format(record))
+
+    def text(self) -> str:
+        return "".join(f"{line}\n" for line in self._lines)
+
+
 def _run_to_end(step: Coroutine[Any, Any, str | None]) -> str | None:
     """A handler on a SQLite store, opened blocking (`_open`), run without an event loop:
     nothing it awaits suspends, so it finishes on its first step. One that suspends awaited
@@ -147,12 +228,7 @@ def _run_to_end(step: Coroutine[Any, Any, str | None]) -> str | None:
     raise RuntimeError("the hook's store call waited for an event loop")
 
 
-def _emit(stream: Any, text: str) -> None:
-    try:
-        stream.write(text)
-        stream.flush()
-    except (OSError, ValueError):  # Claude Code closed the pipe (timeout): nothing to do
-        pass
+HOOK_LOG_FORMAT = "pma-mcp hook: %(levelname)s %(message)s"
 
 
 def _setup_logging() -> None:
@@ -160,7 +236,7 @@ def _setup_logging() -> None:
     logger = logging.getLogger("pma_mcp")
     if not logger.handlers:
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("pma-mcp hook: %(levelname)s %(message)s"))
+        handler.setFormatter(logging.Formatter(HOOK_LOG_FORMAT))
         logger.addHandler(handler)
         logger.propagate = False
     logger.setLevel(logging.WARNING)
@@ -170,8 +246,12 @@ def _set_level(settings: Settings) -> None:
     """PMA_LOG_LEVEL; an unknown level name keeps WARNING rather than skipping the hook."""
     logging.getLogger("pma_mcp").setLevel(settings.log_level)
     if settings.unknown_log_level is not None:
-        log.warning("PMA_LOG_LEVEL %r is not a logging level; using WARNING",
-                    settings.unknown_log_level)
+        _warn_unknown_level(settings)
+
+
+def _warn_unknown_level(settings: Settings) -> None:
+    log.warning("PMA_LOG_LEVEL %r is not a logging level; using WARNING",
+                settings.unknown_log_level)
 
 
 def _log_failure(event: str, exc: BaseException) -> None:
@@ -186,12 +266,13 @@ def _event_name(raw: str) -> str:
     return _ALIASES.get(key, raw)
 
 
-def _read_input() -> dict[str, Any] | None:
-    """The hook's JSON object, or None (with one log line) when there is no usable input."""
-    stream = getattr(sys.stdin, "buffer", None)
-    if stream is None:
+def _read_input(raw: bytes | None) -> dict[str, Any] | None:
+    """The hook's JSON object from `raw` (None: read stdin), or None (with one log line) when
+    there is no usable input."""
+    if raw is None:
+        raw = handoff.read_stdin()
+    if raw is None:
         return None
-    raw = stream.read(MAX_INPUT_BYTES + 1)
     if len(raw) > MAX_INPUT_BYTES:
         log.warning("input larger than %d bytes ignored", MAX_INPUT_BYTES)
         return None
@@ -209,12 +290,13 @@ def _read_input() -> dict[str, Any] | None:
     return payload
 
 
-def _settings(payload: Mapping[str, Any]) -> Settings:
-    """The server's resolution, with the input's cwd as the working directory."""
+def _settings(payload: Mapping[str, Any], env: Mapping[str, str] | None,
+              cwd: str | None) -> Settings:
+    """The server's resolution from `env` (None: this process's), with the input's cwd as
+    the working directory, else `cwd` (None: this process's)."""
     from pma_mcp.config import Settings
 
-    cwd = _text(payload.get("cwd")) or None
-    return Settings.from_env(cwd=cwd)
+    return Settings.from_env(env, cwd=_text(payload.get("cwd")) or cwd)
 
 
 # ---------------------------------------------------------------- input helpers
@@ -664,13 +746,16 @@ class _Event:
     claude_event: str = ""
     """Claude Code's name for the event (`--help`, hooks.json)."""
     summary: str = ""
+    served: bool = False
+    """A running MCP server may answer it for the hook process (`serve`): the events that
+    print context, which the user waits for. Saving ones run in their own process."""
 
 
 HANDLERS: dict[str, _Event] = {
     "session-start": _Event(session_start, True, "SessionStart",
-                            "this project's most useful memories as context"),
+                            "this project's most useful memories as context", served=True),
     "user-prompt-submit": _Event(user_prompt_submit, True, "UserPromptSubmit",
-                                 "memories relevant to the prompt, as context"),
+                                 "memories relevant to the prompt, as context", served=True),
     "stop": _Event(stop, False, "Stop", "save the exchange that just ended (prints nothing)"),
     "pre-compact": _Event(pre_compact, False, "PreCompact",
                           "save every exchange not saved yet (prints nothing)"),

@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from typing import Annotated, Any, Literal, ParamSpec, TypeVar, cast
 
 import anyio
@@ -758,7 +758,12 @@ def _pma_error(exc: BaseException) -> PmaError | None:
     return None
 
 
-def main(argv: Sequence[str] = ()) -> int:
+Beside = Callable[[Callable[[str], None]], AbstractContextManager[object]]
+"""What runs beside the stdio server for its lifetime, given a way to log a warning: the
+hooks' socket (cli.py, hooks/listener.py), which this face does not import."""
+
+
+def main(argv: Sequence[str] = (), beside: Beside | None = None) -> int:
     """`pma-mcp [serve]`: serve stdio until the client closes stdin. Exit 1 on bad config."""
     args = list(argv)
     if args and args[0] in ("-h", "--help", "help"):
@@ -775,7 +780,8 @@ def main(argv: Sequence[str] = ()) -> int:
     configure_logging(settings)
     try:  # Ctrl-C from the banner on ends it quietly, like Ctrl-D
         sys.stderr.write(banner(settings, tty=sys.stdin.isatty()))
-        anyio.run(build_server(settings, on_closed=_exit_soon).run_stdio_async)
+        with _beside(beside, settings):
+            anyio.run(build_server(settings, on_closed=_exit_soon).run_stdio_async)
     except BaseException as exc:
         if _only(exc, KeyboardInterrupt):
             return 130
@@ -788,6 +794,12 @@ def main(argv: Sequence[str] = ()) -> int:
         sys.stderr.write(f"pma-mcp: cannot start: {cause}\n")
         return 1
     return 0
+
+
+def _beside(beside: Beside | None, settings: Settings) -> AbstractContextManager[object]:
+    if beside is None or not settings.hook_handoff:
+        return nullcontext()
+    return beside(log.warning)
 
 
 CLIENT_GONE = (BrokenPipeError, ConnectionResetError, anyio.BrokenResourceError,
