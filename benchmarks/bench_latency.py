@@ -238,16 +238,16 @@ def _hook(codes: list[Code], envs: list[dict[str, str]], questions: list[str], w
     """The prompt hook as Claude Code runs it, with the session's MCP server running beside
     it (a code that has the hand-off, hooks/handoff.py, is answered by it), and ours in its
     own process too ("hook alone": PMA_HOOK_HANDOFF=0), each beside `python -c pass`."""
-    cases = [(code.label, code, {**env, "XDG_RUNTIME_DIR": str(work / f"run-{code.label}")},
+    cases = [(code.label, code, {**env, "PMA_RUNTIME_DIR": str(work / f"run-{code.label}")},
               "prompt hook") for code, env in zip(codes, envs, strict=True)]
     cases.append(("ours", codes[0], {**envs[0], "PMA_HOOK_HANDOFF": "0",
-                                     "XDG_RUNTIME_DIR": str(work / "run-alone")},
+                                     "PMA_RUNTIME_DIR": str(work / "run-alone")},
                   "hook alone"))
     hooks: list[list[float]] = [[] for _ in cases]
     passes = []
     with contextlib.ExitStack() as servers:
         for _, code, env, figure in cases:
-            Path(env["XDG_RUNTIME_DIR"]).mkdir(mode=0o700, exist_ok=True)
+            Path(env["PMA_RUNTIME_DIR"]).mkdir(mode=0o700, exist_ok=True)
             if figure == "prompt hook":
                 servers.enter_context(_beside(code, env))
         for i in range(-2, runs):
@@ -283,7 +283,7 @@ def _beside(code: Code, env: dict[str, str]) -> Iterator[None]:
                             stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 60
-        while not list(Path(env["XDG_RUNTIME_DIR"]).glob(f"pma-mcp/*-{proc.pid}.sock")):
+        while not list(Path(env["PMA_RUNTIME_DIR"]).glob(f"*-{proc.pid}.sock")):
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"{code.label}: the server opened no hooks' socket")
             time.sleep(0.05)

@@ -1,4 +1,5 @@
-"""Settings from the environment — the only module that reads PMA_* / CLAUDE_* variables.
+"""Settings from the environment — the only module that reads PMA_* / CLAUDE_* variables
+(but PMA_RUNTIME_DIR, read by hooks/handoff.py before anything else is imported).
 
 Everything else receives a `Settings` value, so tests build one directly and two processes
 (server and hook) given the same environment resolve the same database and namespace.

@@ -40,7 +40,7 @@ def hook_sockets(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     hook of one test is never answered by another test's server. Short, as a socket's path
     must fit in 108 bytes."""
     folder = Path(tempfile.mkdtemp(prefix="pma-run-", dir="/tmp"))
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(folder))
+    monkeypatch.setenv("PMA_RUNTIME_DIR", str(folder))
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
 

@@ -109,7 +109,8 @@ class Hook:
 def hook_env(db: Path, home: Path, settings: Settings | None = None) -> dict[str, str]:
     """The parent environment minus every PMA_/CLAUDE_ setting, pointed at `db` (or at
     `settings`' store: the SQLite file or the PostgreSQL schema)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PMA_", "CLAUDE_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PMA_", "CLAUDE_"))
+           or k == "PMA_RUNTIME_DIR"}  # this test's hooks' sockets (conftest.hook_sockets)
     env.update({"PMA_DB_PATH": str(db), "HOME": str(home), "TIKTOKEN_CACHE_DIR": ""})
     if settings is not None:
         env.update(store_env(settings))

@@ -14,10 +14,11 @@ the names below exist for mypy only).
   server declines what it cannot answer exactly (not a context event, a PostgreSQL store, a
   different user or home, PMA_HOOK_HANDOFF=0); then, with no server, or on any error or
   timeout, the hook runs in its own process as before (`cli.main`).
-- **User-only.** Sockets live in `$XDG_RUNTIME_DIR/pma-mcp`, else `<TMPDIR>/pma-mcp-<uid>`:
-  a directory this user owns with mode 0700, checked by both sides before use; on Linux the
-  server also checks the peer's uid. The environment never leaves the user's own processes
-  and is never logged.
+- **User-only.** Sockets live in `/tmp/pma-mcp-<uid>` (or PMA_RUNTIME_DIR): a directory this
+  user owns with mode 0700, checked by both sides before use; on Linux the server also checks
+  the peer's uid. The environment never leaves the user's own processes and is never logged.
+  The place depends on no variable a client may leave out of a server's environment
+  (XDG_RUNTIME_DIR, TMPDIR), so a hook and its server always look in the same one.
 - **Named by install.** `hook-<key>-<pid>.sock`, where the key is this install's version and
   folder: a hook only talks to a server running the same code. A server removes its socket
   when it exits; one left by a killed server refuses connections, and the hook that finds it
@@ -63,13 +64,14 @@ def install_key() -> str:
 
 
 def socket_dir(env: Mapping[str, str] | None = None) -> str:
-    """`$XDG_RUNTIME_DIR/pma-mcp`, else `<TMPDIR or /tmp>/pma-mcp-<uid>`."""
+    """PMA_RUNTIME_DIR when it is an absolute path, else `/tmp/pma-mcp-<uid>`.
+
+    The one PMA_ variable read outside config.py: a handed-off hook loads nothing else."""
     env = os.environ if env is None else env
-    runtime = env.get("XDG_RUNTIME_DIR", "").strip()
-    if runtime and os.path.isabs(runtime):
-        return os.path.join(runtime, "pma-mcp")
-    tmp = env.get("TMPDIR", "").strip()
-    return os.path.join(tmp if os.path.isabs(tmp) else "/tmp", f"pma-mcp-{os.getuid()}")
+    configured = env.get("PMA_RUNTIME_DIR", "").strip()
+    if configured and os.path.isabs(configured):
+        return configured
+    return f"/tmp/pma-mcp-{os.getuid()}"
 
 
 def socket_name(key: str, pid: int) -> str:
