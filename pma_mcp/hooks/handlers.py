@@ -28,6 +28,7 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from pma_mcp.core.blocking import run_to_end
 from pma_mcp.core.namespaces import AUTO_SAVED_TAG
 from pma_mcp.core.patterns import Lazy
 from pma_mcp.core.storable import storable
@@ -124,7 +125,7 @@ def _run(event: str, handler: _Event, stdin: bytes | None) -> str | None:
         _set_level(settings)
         step = handler.run(payload, settings)
         if settings.store_file is not None:
-            return _run_to_end(step)
+            return run_to_end(step)
         import asyncio  # PostgreSQL: its driver needs the event loop
 
         output: str | None = asyncio.run(step)
@@ -172,7 +173,7 @@ def serve(request: Request) -> Reply | None:
             said.setLevel(settings.log_level)
             if settings.unknown_log_level is not None:
                 _warn_unknown_level(settings)
-            output = _run_to_end(handler.run(payload, settings))
+            output = run_to_end(handler.run(payload, settings))
         except Exception as exc:
             _log_failure(event, exc)
             output = None
@@ -213,19 +214,6 @@ class _Captured(logging.Handler):
 
     def text(self) -> str:
         return "".join(f"{line}\n" for line in self._lines)
-
-
-def _run_to_end(step: Coroutine[Any, Any, str | None]) -> str | None:
-    """A handler on a SQLite store, opened blocking (`_open`), run without an event loop:
-    nothing it awaits suspends, so it finishes on its first step. One that suspends awaited
-    a loop (a bug): RuntimeError, and the hook fails open."""
-    try:
-        step.send(None)
-    except StopIteration as done:
-        result: str | None = done.value
-        return result
-    step.close()
-    raise RuntimeError("the hook's store call waited for an event loop")
 
 
 HOOK_LOG_FORMAT = "pma-mcp hook: %(levelname)s %(message)s"
@@ -426,7 +414,7 @@ Handler = Callable[[dict[str, Any], "Settings"], Coroutine[Any, Any, str | None]
 
 
 async def _open(settings: Settings, busy_timeout_ms: int | None = None) -> MemoryService:
-    """The service on a blocking connection when the store is SQLite (`_run_to_end`)."""
+    """The service on a blocking connection when the store is SQLite (`run_to_end`)."""
     from pma_mcp.service import MemoryService
 
     return await MemoryService.open(settings, merge_near_duplicates=False,

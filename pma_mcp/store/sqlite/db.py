@@ -135,6 +135,15 @@ def clear_damage(database: str) -> None:
         damage_marker(database).unlink()
 
 
+class CallerGone(Exception):
+    """A write run on the connection's thread for a caller that was cancelled meanwhile:
+    rolled back before its COMMIT, as a cancelled write on the event loop is."""
+
+
+def never_gone() -> bool:
+    return False
+
+
 class Conn(Protocol):
     """A connection as the store uses it: aiosqlite's subset, storage faults mapped."""
 
@@ -169,6 +178,11 @@ class Conn(Protocol):
         """Run `step` to its end even if the caller is cancelled meanwhile."""
         ...
 
+    def abandoned(self) -> bool:
+        """Whoever this write runs for is gone: `transaction` rolls back instead of
+        committing (store/sqlite/store.py's one-trip calls)."""
+        ...
+
 
 def map_fault(exc: sqlite3.Error, database: str) -> BaseException:
     """What a statement's driver error leaves as: the StorageError of a storage fault (a
@@ -199,6 +213,8 @@ class BlockingConnection:
     def __init__(self, database: str, connector: Callable[[], sqlite3.Connection]) -> None:
         self.database = database
         self.write_lock: AbstractAsyncContextManager[Any] = contextlib.nullcontext()
+        self.caller_gone: Callable[[], bool] = never_gone
+        """Set for the length of a one-trip call (store/sqlite/store.py)."""
         self._conn: sqlite3.Connection | None = self._call(connector)
 
     def _call(self, fn: Callable[..., T], *args: Any) -> T:
@@ -254,6 +270,9 @@ class BlockingConnection:
 
     async def finish(self, step: Coroutine[Any, Any, None]) -> None:
         await step
+
+    def abandoned(self) -> bool:
+        return self.caller_gone()
 
 
 # ------------------------------------------------------------------------ opening
@@ -395,6 +414,8 @@ async def transaction(
     try:
         await _retry_locked(conn, lambda: conn.execute("BEGIN IMMEDIATE"), busy_timeout_ms)
         yield conn
+        if conn.abandoned():
+            raise CallerGone(f"a write to {conn.database} whose caller was cancelled")
         # a COMMIT that fails (disk full) leaves the transaction open: rolled back below
         await (commit() if commit is not None else conn.execute("COMMIT"))
     except BaseException:

@@ -44,8 +44,17 @@ class ThreadedConnection(aiosqlite.Connection):
         result: T = await self._execute(fn, self._conn)
         return result
 
+    def on_its_thread(self) -> db.BlockingConnection:
+        """The same sqlite3 connection as a BlockingConnection, for code that `call` runs on
+        this connection's thread (store/sqlite/store.py's one-trip calls); never closed
+        itself: closing this connection closes both."""
+        return db.BlockingConnection(self.database, lambda: self._conn)
+
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
+
+    def abandoned(self) -> bool:
+        return False  # a cancelled caller's own CancelledError rolls its write back
 
     async def finish(self, step: Coroutine[Any, Any, None]) -> None:
         """Shielded: a ROLLBACK queued behind a pending BEGIN must run even if the caller is
