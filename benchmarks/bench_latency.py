@@ -139,11 +139,16 @@ async def _start_ms(params: StdioServerParameters) -> float:
 
 
 def _process_ms(cmd: list[str], stdin: bytes, env: dict[str, str]) -> float:
+    return _process(cmd, stdin, env)[0]
+
+
+def _process(cmd: list[str], stdin: bytes,
+             env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[bytes]]:
     t = time.perf_counter()
     proc = subprocess.run(cmd, input=stdin, capture_output=True, env=env, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"{cmd} exited {proc.returncode}: {proc.stderr.decode()[-400:]}")
-    return (time.perf_counter() - t) * 1000
+    return (time.perf_counter() - t) * 1000, proc
 
 
 async def _alternate(ours: Callable[[], Awaitable[float]], floor: Callable[[], Awaitable[float]],
@@ -244,6 +249,7 @@ def _hook(codes: list[Code], envs: list[dict[str, str]], questions: list[str], w
                                      "PMA_RUNTIME_DIR": str(work / "run-alone")},
                   "hook alone"))
     hooks: list[list[float]] = [[] for _ in cases]
+    printed = [0 for _ in cases]
     passes = []
     with contextlib.ExitStack() as servers:
         for _, code, env, figure in cases:
@@ -251,7 +257,7 @@ def _hook(codes: list[Code], envs: list[dict[str, str]], questions: list[str], w
             if figure == "prompt hook":
                 servers.enter_context(_beside(code, env))
         for i in range(-2, runs):
-            for (_, code, env, _), out in zip(cases, hooks, strict=True):
+            for k, ((_, code, env, _), out) in enumerate(zip(cases, hooks, strict=True)):
                 session = str(uuid.uuid4())
                 transcript = work / f"{session}.jsonl"
                 write_transcript(transcript, session, questions[i + 2], "ok")
@@ -259,13 +265,19 @@ def _hook(codes: list[Code], envs: list[dict[str, str]], questions: list[str], w
                          f'"cwd": "{PROJECT}", "permission_mode": "default", '
                          f'"hook_event_name": "UserPromptSubmit", '
                          f'"prompt": "{questions[i + 2]}"}}').encode()
-                x = _process_ms([*code.hook, "hook", "user-prompt-submit"], stdin, env)
+                x, proc = _process([*code.hook, "hook", "user-prompt-submit"], stdin, env)
                 transcript.unlink()
+                if proc.stderr.strip():
+                    raise SystemExit(f"{code.label} hook said: {proc.stderr.decode()[-3000:]}")
                 if i >= 0:
                     out.append(x)
+                    printed[k] += bool(proc.stdout.strip())
             y = _process_ms([sys.executable, "-c", "pass"], b"", envs[0])
             if i >= 0:
                 passes.append(y)
+    for (label, _, _, figure), n in zip(cases, printed, strict=True):
+        print(f"{label} {figure}, {size:,}: context printed for {n} of {runs} prompts "
+              "(the default relevance floor; a hook's stderr stops the run)", flush=True)
     return [Row(label, figure, size, t, passes, "python -c pass")
             for (label, _, _, figure), t in zip(cases, hooks, strict=True)]
 

@@ -100,7 +100,8 @@ def driver_error(exc: sqlite3.Error, database: str) -> StorageError:
                            "longer than this call waits; retry")
     # Not the caller's doing (a schema changed behind our back, a bug): the detail is for
     # the log, the message says what to do.
-    log.error("database error on %s", database, exc_info=exc)
+    log.error("database error on %s (%s)", database,
+              getattr(exc, "sqlite_errorname", type(exc).__name__), exc_info=exc)
     return StorageError(f"internal database error on {database} (the details are in the "
                         "pma-mcp log); run `pma-mcp doctor`, then retry")
 
@@ -347,12 +348,20 @@ def _create_private_file(path: Path) -> None:
     """Create the file mode 0600 before SQLite does (memories hold private text).
 
     SQLite gives the -wal and -shm files the mode of the database file. An existing file's
-    mode is left alone; `pma-mcp doctor` reports it.
+    mode is left alone; `pma-mcp doctor` reports it. An existing file is never opened here:
+    closing any descriptor of a file drops every POSIX lock this process holds on it, so an
+    open and close beside another connection of the same process (the server's, while it
+    answers a hook: hooks/listener.py) would take that connection's locks away, and a
+    checkpoint elsewhere could then remove the WAL index it still reads (SQLITE_IOERR).
     """
+    if path.exists():
+        return
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
         os.close(fd)
+    except FileExistsError:
+        return  # another process created it meanwhile
     except OSError as exc:
         raise StorageError(
             f"cannot create database file {path}: {exc.strerror or exc}; "
