@@ -358,10 +358,11 @@ def _create_private_file(path: Path) -> None:
         return
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            return  # another process created it meanwhile
         os.close(fd)
-    except FileExistsError:
-        return  # another process created it meanwhile
     except OSError as exc:
         raise StorageError(
             f"cannot create database file {path}: {exc.strerror or exc}; "
