@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import sys
+import threading
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -34,7 +36,6 @@ from pma_mcp.core.patterns import Lazy
 from pma_mcp.core.storable import storable
 from pma_mcp.core.text import lexicon
 from pma_mcp.hooks import handoff
-from pma_mcp.hooks.handoff import MAX_INPUT_BYTES
 
 if TYPE_CHECKING:
     from pma_mcp.config import Settings
@@ -158,8 +159,6 @@ def serve(request: Request) -> Reply | None:
     handler = HANDLERS.get(event)
     if handler is None or not handler.served or not request.cwd:
         return None
-    import os
-
     if any(request.env.get(k) != os.environ.get(k) for k in SAME_PROCESS_ENV):
         return None
     with _Captured() as said:
@@ -194,8 +193,6 @@ class _Captured(logging.Handler):
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
         self.setFormatter(logging.Formatter(HOOK_LOG_FORMAT))
-        import threading
-
         self._thread = threading.get_ident()
         self._lines: list[str] = []
 
@@ -261,8 +258,8 @@ def _read_input(raw: bytes | None) -> dict[str, Any] | None:
         raw = handoff.read_stdin()
     if raw is None:
         return None
-    if len(raw) > MAX_INPUT_BYTES:
-        log.warning("input larger than %d bytes ignored", MAX_INPUT_BYTES)
+    if len(raw) > handoff.MAX_INPUT_BYTES:
+        log.warning("input larger than %d bytes ignored", handoff.MAX_INPUT_BYTES)
         return None
     if not raw.strip():
         log.warning("empty input ignored")
@@ -297,8 +294,6 @@ def _text(value: object) -> str:
 
 def _path(payload: Mapping[str, Any], key: str) -> str:
     """A path field; Claude Code has sent `~/.claude/...` unexpanded."""
-    import os.path
-
     value = _text(payload.get(key)).strip()
     return os.path.expanduser(value) if value else ""
 
@@ -643,8 +638,6 @@ def _digest(exchange: Exchange | None, payload: Mapping[str, Any],
     """The digest of an exchange's tool calls, paths relative to the project directory."""
     if exchange is None or not exchange.tools or not settings.digest:
         return None
-    import os
-
     from pma_mcp.core.digest import build
 
     root = (os.environ.get("CLAUDE_PROJECT_DIR") or _text(payload.get("cwd")).strip()

@@ -2,10 +2,10 @@
 
 On a threaded connection (the server's) each statement is a trip to the connection's thread
 and back, ~0.2 ms on a 2-core machine, and a recall made twelve of them. The calls of recall,
-remember, update and forget (ONE_TRIP) therefore run whole on that thread: the same code
-over a BlockingConnection view of the same sqlite3 connection, which never suspends, so all
-of a call's statements take one trip (`_one_trip`). Longer work (GC, imports, moves) keeps
-its statement-by-statement trips, so a recall is never queued behind a whole GC run.
+remember, update and forget (the `_one_trip` ones below) therefore run whole on that thread:
+the same code over a BlockingConnection view of the same sqlite3 connection, which never
+suspends, so all of a call's statements take one trip. Longer work (GC, imports, moves)
+keeps its statement-by-statement trips, so a recall is never queued behind a whole GC run.
 """
 
 from __future__ import annotations
