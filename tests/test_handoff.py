@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -168,6 +169,33 @@ def test_bad_input_gets_the_hooks_own_answer(hooks: tuple[Hook, Hook]) -> None:
     assert_quiet(proc)
     assert proc.stderr == alone.stderr
     assert b"not JSON" in proc.stderr
+
+
+def test_a_store_fault_is_one_line_served_or_alone(hooks: tuple[Hook, Hook]) -> None:
+    """A table gone behind the store's back: the store logs an ERROR with its traceback and
+    the hook its "skipped" WARNING; the hook says one line for both, served or alone, and
+    PMA_LOG_LEVEL=DEBUG (run in the hook's own process) shows them in full."""
+    for hook in hooks:
+        with sqlite3.connect(hook.db) as db:
+            db.execute("DROP TABLE namespace_terms")
+        db.close()
+    served, own = hooks
+    with server(served.env):
+        proc, ran_here = traced(served, "user-prompt-submit", prompt_input(QUESTION))
+    alone, _ = traced(own, "user-prompt-submit", prompt_input(QUESTION),
+                      {"PMA_HOOK_HANDOFF": "0"})
+    assert not ran_here
+    assert_quiet(proc)
+    line = proc.stderr.decode().replace(str(served.db), "STORE")
+    assert line == alone.stderr.decode().replace(str(own.db), "STORE")
+    assert line.startswith("pma-mcp hook: WARNING user-prompt-submit skipped: internal "
+                           "database error on STORE")
+    assert line.endswith("(and 1 earlier log record: PMA_LOG_LEVEL=DEBUG shows every "
+                         "record)\n")
+    debug, _ = traced(own, "user-prompt-submit", prompt_input(QUESTION),
+                      {"PMA_HOOK_HANDOFF": "0", "PMA_LOG_LEVEL": "DEBUG"})
+    assert debug.stdout == b""
+    assert b"Traceback" in debug.stderr and b"no such table: namespace_terms" in debug.stderr
 
 
 # ------------------------------------------------------- what runs in the hook's process

@@ -20,15 +20,16 @@ the last exchange), pre-compact (save every exchange not saved yet).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import re
 import sys
 import threading
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from pma_mcp.core.blocking import run_to_end
 from pma_mcp.core.namespaces import AUTO_SAVED_TAG
@@ -85,23 +86,30 @@ def main(argv: Sequence[str], stdin: bytes | None = None) -> int:
     if argv and argv[0] in ("-h", "--help", "help"):
         sys.stdout.write(usage())
         return 0
-    _setup_logging()
+    with _HookLog.installed(None) as said:
+        output, prints = _event(argv, stdin, said)
+        said.write(sys.stderr)
+    if output and prints:
+        handoff.emit(sys.stdout, output)
+    _skip_final_collection()
+    return 0
+
+
+def _event(argv: Sequence[str], stdin: bytes | None, said: _HookLog) -> tuple[str | None, bool]:
+    """(what the hook prints, whether its event prints at all), with `sys.stdout` on
+    stderr while the handler runs."""
     event = _event_name(argv[0] if argv else "")
     handler = HANDLERS.get(event)
     if handler is None:
         log.warning("unknown hook event %r; expected one of %s (see pma-mcp hook --help)",
                     " ".join(argv), ", ".join(HANDLERS))
-        return 0
+        return None, False
     real_stdout = sys.stdout
     sys.stdout = sys.stderr
     try:
-        output = _run(event, handler, stdin)
+        return _run(event, handler, stdin, said), handler.prints
     finally:
         sys.stdout = real_stdout
-    if output and handler.prints:
-        handoff.emit(real_stdout, output)
-    _skip_final_collection()
-    return 0
 
 
 def _skip_final_collection() -> None:
@@ -117,13 +125,14 @@ def _skip_final_collection() -> None:
     gc.freeze()
 
 
-def _run(event: str, handler: _Event, stdin: bytes | None) -> str | None:
+def _run(event: str, handler: _Event, stdin: bytes | None, said: _HookLog) -> str | None:
     try:
         payload = _read_input(stdin)
         if payload is None:
             return None
         settings = _settings(payload, None, None)
-        _set_level(settings)
+        logging.getLogger("pma_mcp").setLevel(settings.log_level)
+        said.at(settings)
         step = handler.run(payload, settings)
         if settings.store_file is not None:
             return run_to_end(step)
@@ -161,7 +170,7 @@ def serve(request: Request) -> Reply | None:
         return None
     if any(request.env.get(k) != os.environ.get(k) for k in SAME_PROCESS_ENV):
         return None
-    with _Captured() as said:
+    with _HookLog.installed(threading.get_ident()) as said:
         try:
             payload = _read_input(request.stdin)
             if payload is None:
@@ -169,9 +178,7 @@ def serve(request: Request) -> Reply | None:
             settings = _settings(payload, request.env, request.cwd)
             if not _servable(settings):
                 return None
-            said.setLevel(settings.log_level)
-            if settings.unknown_log_level is not None:
-                _warn_unknown_level(settings)
+            said.at(settings)
             output = run_to_end(handler.run(payload, settings))
         except Exception as exc:
             _log_failure(event, exc)
@@ -187,56 +194,70 @@ def _servable(settings: Settings) -> bool:
             and logging.getLevelName(settings.log_level) >= server_level)
 
 
-class _Captured(logging.Handler):
-    """The hook records of one served request (this thread's), formatted as a hook's stderr."""
+class _HookLog(logging.Handler):
+    """A hook's log records, made into its stderr: one line, the last record (the hook's
+    outcome: "skipped: …" comes last), naming how many earlier ones it stands for; every
+    record, tracebacks included, when the hook logs at DEBUG. Claude Code shows a hook's
+    stderr in its debug log, and a hook may say at most one line there (module docstring).
 
-    def __init__(self) -> None:
+    Installed on the `pma_mcp` logger for one hook: in its own process, or for one served
+    request, whose thread it then keeps to (`thread`)."""
+
+    def __init__(self, thread: int | None) -> None:
         super().__init__(logging.WARNING)
         self.setFormatter(logging.Formatter(HOOK_LOG_FORMAT))
-        self._thread = threading.get_ident()
-        self._lines: list[str] = []
+        self._thread = thread
+        self._records: list[logging.LogRecord] = []
 
-    def __enter__(self) -> _Captured:
-        logging.getLogger("pma_mcp").addHandler(self)
-        return self
+    @classmethod
+    @contextlib.contextmanager
+    def installed(cls, thread: int | None) -> Iterator[_HookLog]:
+        said = cls(thread)
+        logger = logging.getLogger("pma_mcp")
+        if thread is None:  # the hook's own process: these records are all it logs
+            logger.propagate = False
+            logger.setLevel(logging.WARNING)
+        logger.addHandler(said)
+        try:
+            yield said
+        finally:
+            logger.removeHandler(said)
 
-    def __exit__(self, *_: object) -> None:
-        logging.getLogger("pma_mcp").removeHandler(self)
+    def at(self, settings: Settings) -> None:
+        """Keep records from the hook's PMA_LOG_LEVEL on; an unknown level name keeps
+        WARNING rather than skipping the hook."""
+        self.setLevel(settings.log_level)
+        if settings.unknown_log_level is not None:
+            log.warning("PMA_LOG_LEVEL %r is not a logging level; using WARNING",
+                        settings.unknown_log_level)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return record.thread == self._thread
+        return self._thread is None or record.thread == self._thread
 
     def emit(self, record: logging.LogRecord) -> None:
-        self._lines.append(self.format(record))
+        self._records.append(record)
 
     def text(self) -> str:
-        return "".join(f"{line}\n" for line in self._lines)
+        if not self._records:
+            return ""
+        if self.level <= logging.DEBUG:
+            return "".join(f"{self.format(r)}\n" for r in self._records)
+        last = self._records[-1]
+        line = f"pma-mcp hook: {last.levelname} {_SPACES.sub(' ', last.getMessage()).strip()}"
+        earlier = len(self._records) - 1
+        if earlier:
+            line += (f" (and {earlier} earlier log record{'s' if earlier > 1 else ''}: "
+                     "PMA_LOG_LEVEL=DEBUG shows every record)")
+        return f"{line}\n"
+
+    def write(self, stream: TextIO) -> None:
+        text = self.text()
+        if text:
+            stream.write(text)
+            stream.flush()
 
 
 HOOK_LOG_FORMAT = "pma-mcp hook: %(levelname)s %(message)s"
-
-
-def _setup_logging() -> None:
-    """One-line records on stderr; Claude Code shows hook stderr only in its debug log."""
-    logger = logging.getLogger("pma_mcp")
-    if not logger.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter(HOOK_LOG_FORMAT))
-        logger.addHandler(handler)
-        logger.propagate = False
-    logger.setLevel(logging.WARNING)
-
-
-def _set_level(settings: Settings) -> None:
-    """PMA_LOG_LEVEL; an unknown level name keeps WARNING rather than skipping the hook."""
-    logging.getLogger("pma_mcp").setLevel(settings.log_level)
-    if settings.unknown_log_level is not None:
-        _warn_unknown_level(settings)
-
-
-def _warn_unknown_level(settings: Settings) -> None:
-    log.warning("PMA_LOG_LEVEL %r is not a logging level; using WARNING",
-                settings.unknown_log_level)
 
 
 def _log_failure(event: str, exc: BaseException) -> None:
