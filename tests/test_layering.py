@@ -5,7 +5,7 @@
 
 `core/` holds the rules and imports nothing above it; `store/` keeps memories and knows no use
 case; `service/` and `admin/` are the only ones that hold a store; a face parses, makes one
-call, and renders. The process's environment (config, identity, gitconfig, launch) sits
+call, and renders. The process's environment (config, identity, gitconfig, launch, runtime) sits
 beside the rules: anyone above core may read it, it reads only core. `files` (the one guarded
 way to read a path someone else named) is below every reader of files, importers included.
 """
@@ -16,7 +16,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pma_mcp"
-ENVIRONMENT = {"config", "identity", "gitconfig", "launch", "files"}
+ENVIRONMENT = {"config", "identity", "gitconfig", "launch", "files", "runtime"}
 FACES = {"server", "hooks", "commands", "ui"}
 MAY_IMPORT: dict[str, set[str]] = {
     "core": {"core"},
@@ -35,6 +35,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "identity": {"core", "gitconfig", "files"},
     "gitconfig": {"files"},
     "launch": set(),
+    "runtime": set(),
     "files": {"core"},
 }
 """Per top-level folder or module: the top-level folders and modules it may import."""

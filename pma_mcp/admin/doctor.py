@@ -1,5 +1,6 @@
 """`pma-mcp doctor`: the store (where it is, whether it opens, its schema, its integrity and
-its index), token counting, the namespace, and Claude Code's configuration (claude_setup.py).
+its index), token counting, the namespace, Claude Code's configuration (claude_setup.py) and
+whether a running server answers the context hooks (runtime.py).
 
 Read-only: doctor never creates or migrates the store it checks, nor edits a settings file.
 """
@@ -8,10 +9,11 @@ from __future__ import annotations
 
 import os
 import shlex
+import socket
 import sys
 from pathlib import Path
 
-from pma_mcp import launch
+from pma_mcp import launch, runtime
 from pma_mcp.admin import claude_setup
 from pma_mcp.config import Settings
 from pma_mcp.core.errors import DatabaseDamagedError, StorageError
@@ -32,6 +34,7 @@ async def check(settings: Settings, *, cwd: Path, home: Path) -> list[Finding]:
     findings.append(_token_finding())
     findings.extend(_namespace_findings(settings.namespace, count, cwd, root))
     findings.extend(claude_setup.findings(root, cwd, home))
+    findings.append(handoff_finding(settings))
     return findings
 
 
@@ -217,6 +220,49 @@ def _token_finding() -> Finding:
                    "estimated as words × 1.3",
                    f"once, with network: {shlex.quote(sys.executable)} -c \"import tiktoken; "
                    f"tiktoken.get_encoding('cl100k_base')\" (caches it as {cache})")
+
+
+def handoff_finding(settings: Settings) -> Finding:
+    """Whether a running pma-mcp server of this install answers the context hooks for their
+    processes (hooks/handoff.py), and if not, why. Read-only: a stale socket is only named
+    (the next hook that finds it removes it)."""
+    alone = "every hook runs in its own process"
+    if not runtime.supported():
+        return Finding("hand-off", "info", f"no Unix sockets on this system: {alone}")
+    if not settings.hook_handoff:
+        return Finding("hand-off", "info", f"PMA_HOOK_HANDOFF=0: {alone}")
+    if settings.store_file is None:
+        return Finding("hand-off", "info", f"the store is not a SQLite file: {alone}")
+    folder = runtime.socket_dir()
+    if os.path.lexists(folder) and not runtime.private(folder):
+        return Finding("hand-off", "warn",
+                       f"{folder} is not a folder only this user may enter (owned by this "
+                       f"user, mode 0700): no server answers hooks there, so {alone}",
+                       f"remove {folder} or fix its owner and mode (the next server recreates "
+                       "it), or set PMA_RUNTIME_DIR to a private folder")
+    sockets = runtime.sockets_of(folder, runtime.install_key())
+    live = [path for path in sockets if _answers(path)]
+    if not live:
+        stale = f" ({len(sockets)} stale socket(s) of servers that are gone)" if sockets else ""
+        return Finding("hand-off", "info",
+                       f"no pma-mcp server of this install is running{stale}: the context hooks "
+                       "run in their own process until Claude Code starts one")
+    pids = ", ".join(str(runtime.pid_of(path)) for path in live)
+    return Finding("hand-off", "ok",
+                   f"the context hooks are answered by the running server (pid {pids}; "
+                   f"sockets in {folder})")
+
+
+def _answers(path: str) -> bool:
+    """A server listens on `path` (connecting and closing without a request is answered with
+    nothing: hooks/listener.py)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(0.5)
+        try:
+            probe.connect(path)
+        except OSError:
+            return False
+    return True
 
 
 def _namespace_findings(

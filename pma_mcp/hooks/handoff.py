@@ -14,11 +14,10 @@ the names below exist for mypy only).
   server declines what it cannot answer exactly (not a context event, a PostgreSQL store, a
   different user or home, PMA_HOOK_HANDOFF=0); then, with no server, or on any error or
   timeout, the hook runs in its own process as before (`cli.main`).
-- **User-only.** Sockets live in `/tmp/pma-mcp-<uid>` (or PMA_RUNTIME_DIR): a directory this
-  user owns with mode 0700, checked by both sides before use; on Linux the server also checks
-  the peer's uid. The environment never leaves the user's own processes and is never logged.
-  The place depends on no variable a client may leave out of a server's environment
-  (XDG_RUNTIME_DIR, TMPDIR), so a hook and its server always look in the same one.
+- **User-only.** Sockets live in `/tmp/pma-mcp-<uid>` (or PMA_RUNTIME_DIR, see runtime.py):
+  a directory this user owns with mode 0700, checked by both sides before use; on Linux the
+  server also checks the peer's uid. The environment never leaves the user's own processes
+  and is never logged.
 - **Named by install.** `hook-<key>-<pid>.sock`, where the key is this install's version and
   folder: a hook only talks to a server running the same code. A server removes its socket
   when it exits; one left by a killed server refuses connections, and the hook that finds it
@@ -29,6 +28,8 @@ from __future__ import annotations
 
 import os
 import sys
+
+from pma_mcp import runtime
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -48,51 +49,6 @@ HANDLED = b"+"
 DECLINED = b"-"
 REQUEST_FIELDS = 5
 """key, event, cwd, environment, stdin."""
-
-
-# ------------------------------------------------------------------------ location
-
-
-def install_key() -> str:
-    """This install's version and folder, as 8 hex digits: the same code on both sides."""
-    import zlib
-
-    from pma_mcp import __version__
-
-    here = os.path.dirname(os.path.abspath(__file__))
-    return f"{zlib.crc32(f'{__version__}:{here}'.encode(errors='surrogateescape')):08x}"
-
-
-def socket_dir(env: Mapping[str, str] | None = None) -> str:
-    """PMA_RUNTIME_DIR when it is an absolute path, else `/tmp/pma-mcp-<uid>`.
-
-    The one PMA_ variable read outside config.py: a handed-off hook loads nothing else."""
-    env = os.environ if env is None else env
-    configured = env.get("PMA_RUNTIME_DIR", "").strip()
-    if configured and os.path.isabs(configured):
-        return configured
-    return f"/tmp/pma-mcp-{os.getuid()}"
-
-
-def socket_name(key: str, pid: int) -> str:
-    return f"hook-{key}-{pid}.sock"
-
-
-def private(path: str) -> bool:
-    """A real directory (not a link) owned by this user that no one else may enter."""
-    import stat
-
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return False
-    return (stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
-            and info.st_mode & 0o077 == 0)
-
-
-def supported() -> bool:
-    """Unix sockets and user ids: not on Windows, where hooks always run themselves."""
-    return sys.platform != "win32" and hasattr(os, "getuid")
 
 
 # -------------------------------------------------------------------------- framing
@@ -173,17 +129,12 @@ def emit(stream: object, data: bytes | str) -> None:
 
 def ask_server(event: str, stdin: bytes) -> tuple[bytes, bytes] | None:
     """(stdout, stderr) from a running server of this install, or None: run it here."""
-    if not supported():
+    if not runtime.supported():
         return None
-    folder = socket_dir()
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return None
-    key = install_key()
-    prefix = socket_name(key, 0)[:-6]
-    sockets = [n for n in names if n.startswith(prefix) and n.endswith(".sock")]
-    if not sockets or not private(folder):
+    folder = runtime.socket_dir()
+    key = runtime.install_key()
+    sockets = runtime.sockets_of(folder, key)
+    if not sockets or not runtime.private(folder):
         return None
     try:
         cwd = os.getcwd()
@@ -192,8 +143,8 @@ def ask_server(event: str, stdin: bytes) -> tuple[bytes, bytes] | None:
     message = request(key, event, cwd, os.environ, stdin)
     if len(message) - len(stdin) > MAX_ENV_BYTES:
         return None
-    for name in sockets:
-        answer = _exchange(os.path.join(folder, name), message)
+    for path in sockets:
+        answer = _exchange(path, message)
         if answer is not None:
             return answer_of(answer)
     return None

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import NamedTuple
 
+from pma_mcp import runtime
 from pma_mcp.hooks import handoff
 
 MAX_CLIENTS = 8
@@ -59,12 +60,12 @@ def listening(serve: Serve, warn: Callable[[str], None]) -> Iterator[str | None]
     """Answer hook processes for the block's duration; yields the socket's path, or None when
     there is none (no Unix sockets here, or the folder is unusable or unsafe: `warn` says
     why, and hooks run in their own processes)."""
-    if not handoff.supported():
+    if not runtime.supported():
         yield None
         return
-    key = handoff.install_key()
-    folder = handoff.socket_dir()
-    path = os.path.join(folder, handoff.socket_name(key, os.getpid()))
+    key = runtime.install_key()
+    folder = runtime.socket_dir()
+    path = os.path.join(folder, runtime.socket_name(key, os.getpid()))
     server = _bind(folder, path, warn)
     if server is None:
         yield None
@@ -84,7 +85,7 @@ def _bind(folder: str, path: str, warn: Callable[[str], None]) -> socket.socket 
     except OSError as exc:
         warn(f"hooks run in their own processes: cannot create {folder}: {exc.strerror}")
         return None
-    if not handoff.private(folder):
+    if not runtime.private(folder):
         warn(f"hooks run in their own processes: {folder} is not a folder only this user may "
              "enter (owned by this user, mode 0700); remove it or fix its owner and mode")
         return None
