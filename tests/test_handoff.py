@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from pma_mcp import runtime
+from pma_mcp.config import Settings
 from pma_mcp.hooks import handoff, listener
 from tests.test_hooks import (
     PROJECT,
@@ -228,6 +229,35 @@ def test_doctor_says_whether_a_server_answers_the_hooks(hooks: tuple[Hook, Hook]
     unsafe = doctor_says(served)
     assert unsafe["status"] == "warn" and str(hook_sockets) in unsafe["detail"]
     assert "PMA_RUNTIME_DIR" in unsafe["fix"]
+
+
+@pytest.mark.postgres
+async def test_a_postgres_hook_is_served_under_the_servers_pg_variables(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """PostgreSQL's driver reads PG* variables (and the files they name) from the process:
+    a hook is served when its PG* variables are the server's and name files absolutely,
+    with the answer the hook gives in its own process; otherwise it runs itself."""
+    hook = make_hook(tmp_path, Settings(db_path=tmp_path / "unused.db", namespace=PROJECT,
+                                        database_url=postgres_url))
+    await seed(hook.settings, FACTS)
+    passfile = {"PGPASSFILE": str(tmp_path / "no-such-pgpass")}
+    env = {**hook.env, **passfile}
+    with server(env):
+        proc, ran_here = traced(hook, "user-prompt-submit", prompt_input(QUESTION), passfile)
+        other_user, other_here = traced(hook, "user-prompt-submit",
+                                        prompt_input(QUESTION, session="s2"),
+                                        {**passfile, "PGAPPNAME": "another"})
+    with server({**hook.env, "PGPASSFILE": "no-such-pgpass"}):
+        _, relative_here = traced(hook, "user-prompt-submit",
+                                  prompt_input(QUESTION, session="s3"),
+                                  {"PGPASSFILE": "no-such-pgpass"})
+    alone, alone_here = traced(hook, "user-prompt-submit", prompt_input(QUESTION, session="s4"),
+                               {**passfile, "PMA_HOOK_HANDOFF": "0"})
+    assert not ran_here and other_here and relative_here and alone_here
+    assert proc.stderr == alone.stderr == other_user.stderr == b""
+    assert "capped at five" in (context(proc) or "")
+    assert context(proc) == context(alone) == context(other_user)
 
 
 # ------------------------------------------------------- what runs in the hook's process

@@ -231,8 +231,8 @@ def handoff_finding(settings: Settings) -> Finding:
         return Finding("hand-off", "info", f"no Unix sockets on this system: {alone}")
     if not settings.hook_handoff:
         return Finding("hand-off", "info", f"PMA_HOOK_HANDOFF=0: {alone}")
-    if settings.store_file is None:
-        return Finding("hand-off", "info", f"the store is not a SQLite file: {alone}")
+    if settings.store_file is None and settings.database_url is None:
+        return Finding("hand-off", "info", f"an in-memory store (PMA_STORAGE=memory): {alone}")
     folder = runtime.socket_dir()
     if os.path.lexists(folder) and not runtime.private(folder):
         return Finding("hand-off", "warn",
@@ -248,9 +248,10 @@ def handoff_finding(settings: Settings) -> Finding:
                        f"no pma-mcp server of this install is running{stale}: the context hooks "
                        "run in their own process until Claude Code starts one")
     pids = ", ".join(str(runtime.pid_of(path)) for path in live)
+    same = "" if settings.store_file is not None else ", when their PG* variables are its own"
     return Finding("hand-off", "ok",
                    f"the context hooks are answered by the running server (pid {pids}; "
-                   f"sockets in {folder})")
+                   f"sockets in {folder}){same}")
 
 
 def _answers(path: str) -> bool:

@@ -133,13 +133,7 @@ def _run(event: str, handler: _Event, stdin: bytes | None, said: _HookLog) -> st
         settings = _settings(payload, None, None)
         logging.getLogger("pma_mcp").setLevel(settings.log_level)
         said.at(settings)
-        step = handler.run(payload, settings)
-        if settings.store_file is not None:
-            return run_to_end(step)
-        import asyncio  # PostgreSQL: its driver needs the event loop
-
-        output: str | None = asyncio.run(step)
-        return output
+        return _complete(handler.run(payload, settings), settings)
     except KeyboardInterrupt:
         return None
     except BaseException as exc:  # fail open: the user's session matters more than a memory
@@ -147,9 +141,24 @@ def _run(event: str, handler: _Event, stdin: bytes | None, said: _HookLog) -> st
         return None
 
 
+def _complete(step: Coroutine[Any, Any, str | None], settings: Settings) -> str | None:
+    """Run a handler's coroutine: to its end without an event loop on a SQLite store (its
+    statements are blocking), in one of its own on PostgreSQL (its driver needs a loop)."""
+    if settings.store_file is not None:
+        return run_to_end(step)
+    import asyncio
+
+    return asyncio.run(step)
+
+
 SAME_PROCESS_ENV = ("HOME", "LOGNAME", "USER", "LNAME", "USERNAME")
 """What settings read from the process rather than from the environment they are given (the
 home folder of `~`, the login name): a hook whose values differ is not served."""
+POSTGRES_PATHS = frozenset({
+    "PGPASSFILE", "PGSERVICEFILE", "PGSYSCONFDIR", "PGSSLCERT", "PGSSLKEY", "PGSSLROOTCERT",
+    "PGSSLCRL", "passfile", "sslcert", "sslkey", "sslrootcert", "sslcrl"})
+"""Files PostgreSQL's driver reads, named by a `PG*` variable or a database URL's parameter:
+a relative one would be found from the server's working directory, not the hook's."""
 
 
 def serve(request: Request) -> Reply | None:
@@ -157,10 +166,10 @@ def serve(request: Request) -> Reply | None:
     where the answer could differ from the hook's own (it then runs in its process).
 
     The settings come from the hook's environment and working directory, the store is opened
-    blocking as in a hook, and the records the hook would log are its reply's stderr, so
-    the hook prints what it would have printed itself. Served: the events that print, whose
-    time the user waits for, on a SQLite store (PostgreSQL's driver reads its own variables
-    from the process), with PMA_HOOK_HANDOFF on and a log level the server also logs at.
+    as in a hook (blocking on SQLite, in an event loop of this thread on PostgreSQL), and the
+    records the hook would log are its reply's stderr, so the hook prints what it would have
+    printed itself. Served: the events that print, whose time the user waits for, when
+    `_servable`.
     """
     from pma_mcp.hooks.listener import Reply
 
@@ -176,22 +185,43 @@ def serve(request: Request) -> Reply | None:
             if payload is None:
                 return Reply(None, said.text())
             settings = _settings(payload, request.env, request.cwd)
-            if not _servable(settings):
+            if not _servable(settings, request.env):
                 return None
             said.at(settings)
-            output = run_to_end(handler.run(payload, settings))
+            output = _complete(handler.run(payload, settings), settings)
         except Exception as exc:
             _log_failure(event, exc)
             output = None
     return Reply(output, said.text())
 
 
-def _servable(settings: Settings) -> bool:
-    """Served as the hook would run: a SQLite store, hand-off on, and the hook's log level
-    no more verbose than the server's (records below that are never made here)."""
+def _servable(settings: Settings, env: Mapping[str, str]) -> bool:
+    """Served as the hook would run: hand-off on, the hook's log level no more verbose than
+    the server's (records below that are never made here), and a store the server reaches
+    as the hook would: a SQLite file, or PostgreSQL under the same `PG*` variables as the
+    server's (its driver reads them from the process) naming no file by a relative path."""
     server_level = logging.getLogger("pma_mcp").getEffectiveLevel()
-    return (settings.store_file is not None and settings.hook_handoff
-            and logging.getLevelName(settings.log_level) >= server_level)
+    if not settings.hook_handoff or logging.getLevelName(settings.log_level) < server_level:
+        return False
+    if settings.store_file is not None:
+        return True
+    return settings.database_url is not None and _same_postgres(env, settings.database_url)
+
+
+def _same_postgres(env: Mapping[str, str], url: str) -> bool:
+    from urllib.parse import parse_qsl, urlsplit
+
+    def postgres(variables: Mapping[str, str]) -> dict[str, str]:
+        return {k: v for k, v in variables.items() if k.startswith("PG")}
+
+    ours = postgres(env)
+    if ours != postgres(os.environ):
+        return False
+    try:
+        given = [*ours.items(), *parse_qsl(urlsplit(url).query, keep_blank_values=True)]
+    except ValueError:
+        return False
+    return all(os.path.isabs(v) for k, v in given if k in POSTGRES_PATHS and v)
 
 
 class _HookLog(logging.Handler):
