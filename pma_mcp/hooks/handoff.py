@@ -11,9 +11,10 @@ the names below exist for mypy only).
 - **Same answer.** The request carries the hook's event, input, environment and working
   directory; the server resolves the settings from them and runs the same handler on its own
   connection (`handlers.serve`), so the output is what the hook would have printed. The
-  server declines what it cannot answer exactly (not a context event, a PostgreSQL store, a
-  different user or home, PMA_HOOK_HANDOFF=0); then, with no server, or on any error or
-  timeout, the hook runs in its own process as before (`cli.main`).
+  server declines what it cannot answer exactly (not a context event, PostgreSQL under other
+  `PG*` variables, a different user or home, PMA_HOOK_HANDOFF=0: `handlers._servable`);
+  then, with no server, or on any error or timeout, the hook runs in its own process as
+  before (`cli.main`).
 - **User-only.** Sockets live in `/tmp/pma-mcp-<uid>` (or PMA_RUNTIME_DIR, see runtime.py):
   a directory this user owns with mode 0700, checked by both sides before use; on Linux the
   server also checks the peer's uid. The environment never leaves the user's own processes
