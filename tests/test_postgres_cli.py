@@ -95,3 +95,34 @@ def test_a_hook_with_the_server_down_leaves_the_session_alone(
     assert_quiet(proc)
     assert b"pw-hunter2" not in proc.stderr
     assert not (tmp_path / "unused.db").exists()
+
+
+@pytest.mark.parametrize("event", ["user-prompt-submit", "session-start"])
+def test_a_context_hook_gives_up_on_a_server_that_never_answers(
+    tmp_path: Path, event: str
+) -> None:
+    """A team database that takes the connection and says nothing (a host off the VPN, a
+    stuck proxy): the context hook reports it after its own short connect timeout
+    (handlers.CONTEXT_CONNECT_S) instead of asyncpg's 60 s, so the prompt is not held for
+    Claude Code's whole hook timeout."""
+    from tests.test_hooks import assert_quiet, prompt_input
+
+    payload = {"user-prompt-submit": prompt_input("Why does the export job time out?"),
+               "session-start": {"session_id": "s", "transcript_path": "/tmp/none.jsonl",
+                                 "cwd": PROJECT, "hook_event_name": "SessionStart",
+                                 "source": "startup"}}[event]
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # the kernel completes the handshake; nothing ever replies
+        port = silent.getsockname()[1]
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("PMA_", "CLAUDE_"))}
+        env.update({"PMA_DATABASE_URL": f"postgresql://alice:pw-hunter2@127.0.0.1:{port}/m",
+                    "HOME": str(tmp_path), "PMA_DB_PATH": str(tmp_path / "unused.db"),
+                    "PMA_HOOK_HANDOFF": "0"})
+        proc = subprocess.run([sys.executable, "-m", "pma_mcp", "hook", event],
+                              input=json.dumps(payload).encode(), env=env,
+                              capture_output=True, check=False, timeout=45)
+    assert_quiet(proc)
+    line = proc.stderr.decode()
+    assert "could not be reached" in line and "TimeoutError" in line, line
+    assert "pw-hunter2" not in line

@@ -63,6 +63,10 @@ MAX_REPLY_STORED = 4_500
 CONTEXT_BUSY_MS = 1_000
 """Prompt and session-start hooks wait at most this long for another writer: Claude Code
 gives UserPromptSubmit 10 s in all and discards a late hook's context."""
+CONTEXT_CONNECT_S = 2.0
+"""…and at most this long for a PostgreSQL connection: a team database that cannot be
+reached costs each prompt 2 s, not Claude Code's whole hook timeout (asyncpg waits 60 s). Under
+hooks/handoff.py's 5 s reply timeout, so a served hook's answer comes before the hook gives up."""
 GC_SHARE = 200
 """Memories one auto-save's GC pass may look at, so a hook never pays for a full pass."""
 MAX_CATCHUP = 200
@@ -459,12 +463,14 @@ def merge(*groups: Sequence[ScoredMemory]) -> list[ScoredMemory]:
 Handler = Callable[[dict[str, Any], "Settings"], Coroutine[Any, Any, str | None]]
 
 
-async def _open(settings: Settings, busy_timeout_ms: int | None = None) -> MemoryService:
+async def _open(settings: Settings, busy_timeout_ms: int | None = None,
+                connect_timeout_s: float | None = None) -> MemoryService:
     """The service on a blocking connection when the store is SQLite (`run_to_end`)."""
     from pma_mcp.service import MemoryService
 
     return await MemoryService.open(settings, merge_near_duplicates=False,
-                                    busy_timeout_ms=busy_timeout_ms, blocking=True)
+                                    busy_timeout_ms=busy_timeout_ms,
+                                    connect_timeout_s=connect_timeout_s, blocking=True)
 
 
 async def _best_effort(what: str, write: Coroutine[Any, Any, object]) -> bool:
@@ -507,7 +513,7 @@ async def user_prompt_submit(payload: dict[str, Any], settings: Settings) -> str
         budgets[project] += GLOBAL_BUDGET
     else:
         budgets[settings.global_namespace] = GLOBAL_BUDGET
-    async with await _open(settings, CONTEXT_BUSY_MS) as service:
+    async with await _open(settings, CONTEXT_BUSY_MS, CONTEXT_CONNECT_S) as service:
         seen = await service.injected_ids(session) if session else set()
         packs = await service.get_contexts(
             query, budgets, min_similarity=settings.hook_min_similarity, exclude_ids=seen,
@@ -529,7 +535,7 @@ async def session_start(payload: dict[str, Any], settings: Settings) -> str | No
         return None
     session = _session_id(payload)
     source = _text(payload.get("source")).strip().lower()
-    async with await _open(settings, CONTEXT_BUSY_MS) as service:
+    async with await _open(settings, CONTEXT_BUSY_MS, CONTEXT_CONNECT_S) as service:
         writable = True  # after one write timed out on a held lock, the next one is skipped
         if session and source in ("compact", "clear"):
             writable = await _best_effort("injection reset", service.reset_injections(session))

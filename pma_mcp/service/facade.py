@@ -73,12 +73,14 @@ class MemoryService:
 
     @classmethod
     async def open(
-        cls, settings: Settings, *, busy_timeout_ms: int | None = None, blocking: bool = False,
+        cls, settings: Settings, *, busy_timeout_ms: int | None = None,
+        connect_timeout_s: float | None = None, blocking: bool = False,
         **options: Unpack[Options],
     ) -> MemoryService:
         """`busy_timeout_ms`: how long a write waits for another process (default 15 s);
-        `blocking`: see store.open_store."""
-        store = await open_store(settings, busy_timeout_ms=busy_timeout_ms, blocking=blocking)
+        `connect_timeout_s` and `blocking`: see store.open_store."""
+        store = await open_store(settings, busy_timeout_ms=busy_timeout_ms,
+                                 connect_timeout_s=connect_timeout_s, blocking=blocking)
         service = cls(store, settings, **options)
         await service._fold_path_namespaces()
         return service

@@ -21,10 +21,12 @@ log = logging.getLogger(__name__)
 
 
 async def open_store(settings: Settings, *, busy_timeout_ms: int | None = None,
-                     blocking: bool = False) -> Store:
+                     connect_timeout_s: float | None = None, blocking: bool = False) -> Store:
     """Open (creating and migrating if needed) the store `settings` name.
 
     `busy_timeout_ms`: how long a write waits for another writer before StorageBusyError.
+    `connect_timeout_s`: how long opening a PostgreSQL connection may take before
+    StorageUnavailableError (default: store/postgres/store.py's CONNECT_TIMEOUT_S).
     `blocking`: a SQLite store's statements run on the calling thread and its coroutines
     never suspend, so a one-shot process can run them without an event loop
     (hooks/handlers.py); PostgreSQL ignores it (its driver needs the loop).
@@ -33,7 +35,8 @@ async def open_store(settings: Settings, *, busy_timeout_ms: int | None = None,
         from pma_mcp.store.postgres.store import PostgresStore
 
         store: Store = await PostgresStore.open(settings.database_url,
-                                                busy_timeout_ms=busy_timeout_ms)
+                                                busy_timeout_ms=busy_timeout_ms,
+                                                connect_timeout_s=connect_timeout_s)
         return store
     from pma_mcp.store.sqlite.store import SQLiteStore
 

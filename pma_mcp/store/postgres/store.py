@@ -23,15 +23,20 @@ MIN_CONNECTIONS = 1
 MAX_CONNECTIONS = 4
 BUSY_TIMEOUT_MS = 15_000
 """lock_timeout of every connection: how long a write waits for another writer."""
+CONNECT_TIMEOUT_S = 10.0
+"""How long opening one connection may take (asyncpg's own default is 60 s): a server that
+cannot be reached (a team database off the VPN) is reported, not waited for."""
 APPLICATION_NAME = "pma-mcp"
 """How the server lists our connections, unless the URL names one (application_name=)."""
 
 
-async def _pool(url: str, size: int, settings: dict[str, str]) -> asyncpg.Pool:
+async def _pool(url: str, size: int, settings: dict[str, str],
+                connect_timeout_s: float = CONNECT_TIMEOUT_S) -> asyncpg.Pool:
     with faults.mapped(url):
         try:
             return await asyncpg.create_pool(
                 url, min_size=min(MIN_CONNECTIONS, size), max_size=size,
+                timeout=connect_timeout_s,
                 server_settings={**settings, "application_name": urls.query_value(
                     url, "application_name") or APPLICATION_NAME})
         except ValueError as exc:  # a malformed URL or option
@@ -43,13 +48,16 @@ class PostgresStore(MemoryStore):
     """Open with `await PostgresStore.open(url)`."""
 
     @classmethod
-    async def open(cls, url: str, *, busy_timeout_ms: int | None = None) -> PostgresStore:
-        """Connect and migrate the schema forward.
+    async def open(cls, url: str, *, busy_timeout_ms: int | None = None,
+                   connect_timeout_s: float | None = None) -> PostgresStore:
+        """Connect and migrate the schema forward; a connection that takes longer than
+        `connect_timeout_s` (default CONNECT_TIMEOUT_S) to open is given up.
 
         Raises StorageUnavailableError when the server cannot be reached, StorageError otherwise.
         """
         timeout = BUSY_TIMEOUT_MS if busy_timeout_ms is None else busy_timeout_ms
-        pool = await _pool(url, MAX_CONNECTIONS, {"lock_timeout": str(int(timeout))})
+        pool = await _pool(url, MAX_CONNECTIONS, {"lock_timeout": str(int(timeout))},
+                           CONNECT_TIMEOUT_S if connect_timeout_s is None else connect_timeout_s)
         try:
             with faults.mapped(url):
                 async with pool.acquire() as conn:
