@@ -127,7 +127,8 @@ class SQLiteStore(MemoryStore):
 
 def _trips_of(conn: db.Conn, busy_timeout_ms: int) -> _Trips | None:
     """One-trip calls for a threaded connection; None for a blocking one (every call is
-    on the calling thread already)."""
+    on the calling thread already). Asked of the connection rather than checked with
+    isinstance: importing threaded.py would load aiosqlite and asyncio on the hook path."""
     on_its_thread = getattr(conn, "on_its_thread", None)
     if on_its_thread is None:
         return None
